@@ -1,0 +1,30 @@
+# Sourced by hack/*.sh: installs the Debian packages Carpenter needs when any is
+# missing, and builds the tree into a build directory. Safe to run twice.
+
+CARP_DEBS=(build-essential cmake pkg-config git python3 openssl curl
+  libuv1-dev libcurl4-openssl-dev libyajl-dev libyaml-dev libssl-dev
+  libcmocka-dev libhttp-parser-dev prometheus clang-format)
+
+carp_install_deps() {
+  local missing=() p
+  for p in "${CARP_DEBS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$p")
+  done
+  # kubectl is not a Debian package; it must already be on the machine.
+  command -v kubectl >/dev/null || echo "warning: kubectl not found; simulator tests that use it will fail" >&2
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "installing: ${missing[*]}" >&2
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# carp_build DIR [cmake args...]
+carp_build() {
+  local dir=$1
+  shift
+  cmake -S "$CARP_ROOT" -B "$CARP_ROOT/$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+  cmake --build "$CARP_ROOT/$dir" -j "$(nproc)"
+}

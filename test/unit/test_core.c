@@ -1,0 +1,377 @@
+/* Unit tests for internal/core: errors, buffers, logging, time, durations,
+ * quantities, backoff and random numbers. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "carpenter/alloc.h"
+#include "carpenter/backoff.h"
+#include "carpenter/buf.h"
+#include "carpenter/duration.h"
+#include "carpenter/error.h"
+#include "carpenter/log.h"
+#include "carpenter/quantity.h"
+#include "carpenter/rand.h"
+#include "carpenter/timeutil.h"
+
+static void test_error_names(void **state)
+{
+  assert_string_equal(carp_errname(CARP_ENOTFOUND), "ENOTFOUND");
+  assert_string_equal(carp_strerror(CARP_ENOTFOUND), "not found");
+  assert_string_equal(carp_errname(CARP_ETIMEDOUT), "ETIMEDOUT");
+  assert_string_equal(carp_strerror(CARP_ENOMEM), "Cannot allocate memory");
+  assert_string_equal(carp_errname(0), "OK");
+  assert_string_equal(carp_errname(CARP_ERR_BASE - 999), "EUNKNOWN");
+  assert_string_equal(carp_errname(CARP_EINSUFFICIENT_CAPACITY),
+                      "EINSUFFICIENT_CAPACITY");
+}
+
+static void test_buf_cap_and_printf(void **state)
+{
+  struct carp_buf b;
+  char *s;
+  size_t len;
+  carp_buf_init(&b, 10);
+  assert_string_equal(carp_buf_cstr(&b), "");
+  assert_int_equal(carp_buf_puts(&b, "hello"), 0);
+  assert_int_equal(carp_buf_printf(&b, "%d", 1234), 0);
+  assert_string_equal(carp_buf_cstr(&b), "hello1234");
+  assert_int_equal(carp_buf_puts(&b, "ab"), CARP_ETOOBIG);
+  assert_string_equal(carp_buf_cstr(&b), "hello1234"); /* unchanged */
+  assert_int_equal(carp_buf_putc(&b, '!'), 0);
+  assert_int_equal(b.len, 10);
+  carp_buf_consume(&b, 5);
+  assert_string_equal(carp_buf_cstr(&b), "1234!");
+  s = carp_buf_steal(&b, &len);
+  assert_int_equal(len, 5);
+  assert_string_equal(s, "1234!");
+  assert_null(b.ptr);
+  carp_free(s);
+
+  carp_buf_init(&b, CARP_BUF_UNLIMITED);
+  for (int i = 0; i < 1000; i++)
+    assert_int_equal(carp_buf_printf(&b, "%04d", i), 0);
+  assert_int_equal(b.len, 4000);
+  assert_memory_equal(b.ptr + 3996, "0999", 4);
+  /* A formatted string longer than the stack scratch space. */
+  carp_buf_reset(&b);
+  assert_int_equal(carp_buf_printf(&b, "%0600d", 7), 0);
+  assert_int_equal(b.len, 600);
+  carp_buf_free(&b);
+}
+
+/* Captures log output in memory. */
+static char *log_text;
+static size_t log_len;
+static FILE *log_stream;
+
+static void log_capture_start(void)
+{
+  log_stream = open_memstream(&log_text, &log_len);
+  carp_log_set_output(log_stream);
+}
+
+static const char *log_capture_end(void)
+{
+  fclose(log_stream);
+  carp_log_set_output(NULL);
+  return log_text;
+}
+
+static void test_log_json(void **state)
+{
+  const char *out;
+  carp_log_set_level(CARP_LOG_INFO);
+  carp_log_set_format(CARP_LOG_FORMAT_JSON);
+  log_capture_start();
+  CARP_LOG_DEBUG("test", "hidden");
+  CARP_LOG_INFO("test", "created \"node\"", CARP_F_STR("name", "a\nb"),
+                CARP_F_INT("count", -3), CARP_F_BOOL("ok", 1),
+                CARP_F_SECRET("token", "s3cr3t-value"),
+                CARP_F_ERR(CARP_ENOTFOUND), CARP_F_DURATION("after", 90000));
+  CARP_LOG_ERROR("test", "bad bytes", CARP_F_STRN("raw", "\xff\x01z", 3));
+  out = log_capture_end();
+  assert_null(strstr(out, "hidden"));
+  assert_null(strstr(out, "s3cr3t"));
+  assert_non_null(strstr(out, "\"level\":\"INFO\""));
+  assert_non_null(strstr(out, "\"logger\":\"test\""));
+  assert_non_null(strstr(out, "\"message\":\"created \\\"node\\\"\""));
+  assert_non_null(strstr(out, "\"name\":\"a\\nb\""));
+  assert_non_null(strstr(out, "\"count\":-3"));
+  assert_non_null(strstr(out, "\"ok\":true"));
+  assert_non_null(strstr(out, "\"token\":\"<redacted>\""));
+  assert_non_null(strstr(out, "\"error\":\"not found\""));
+  assert_non_null(strstr(out, "\"errorCode\":\"ENOTFOUND\""));
+  assert_non_null(strstr(out, "\"after\":\"1m30s\""));
+  assert_non_null(strstr(out, "\"raw\":\"\\ufffd\\u0001z\""));
+  /* Exactly two lines. */
+  assert_int_equal(out[strlen(out) - 1], '\n');
+  {
+    int lines = 0;
+    for (const char *p = out; *p; p++)
+      lines += *p == '\n';
+    assert_int_equal(lines, 2);
+  }
+  free(log_text);
+}
+
+static void test_log_text_and_levels(void **state)
+{
+  const char *out;
+  enum carp_log_level level;
+  assert_int_equal(carp_log_level_parse("debug", &level), 0);
+  assert_int_equal(level, CARP_LOG_DEBUG);
+  assert_int_equal(carp_log_level_parse("WARNING", &level), 0);
+  assert_int_equal(level, CARP_LOG_WARN);
+  assert_int_equal(carp_log_level_parse("loud", &level), CARP_EINVAL);
+
+  carp_log_set_level(CARP_LOG_DEBUG);
+  carp_log_set_format(CARP_LOG_FORMAT_TEXT);
+  log_capture_start();
+  CARP_LOG_DEBUG("kube", "watch started", CARP_F_STR("kind", "Pod"),
+                 CARP_F_STR("note", "two words"),
+                 CARP_F_SECRET("password", "hunter2"));
+  out = log_capture_end();
+  assert_non_null(strstr(out, " DEBUG kube watch started kind=Pod"));
+  assert_non_null(strstr(out, "note=\"two words\""));
+  assert_non_null(strstr(out, "password=<redacted>"));
+  assert_null(strstr(out, "hunter2"));
+  free(log_text);
+  carp_log_set_format(CARP_LOG_FORMAT_JSON);
+  carp_log_set_level(CARP_LOG_INFO);
+}
+
+static void test_rfc3339(void **state)
+{
+  char out[CARP_RFC3339_LEN];
+  int64_t ms;
+  carp_time_format_rfc3339(0, 0, out);
+  assert_string_equal(out, "1970-01-01T00:00:00Z");
+  carp_time_format_rfc3339(1795337400123LL, 1, out);
+  assert_string_equal(out, "2026-11-22T08:50:00.123Z");
+  assert_int_equal(carp_time_parse_rfc3339("2026-11-22T08:50:00.123Z", &ms), 0);
+  assert_int_equal(ms, 1795337400123LL);
+  assert_int_equal(carp_time_parse_rfc3339("2026-11-22T09:50:00+01:00", &ms),
+                   0);
+  assert_int_equal(ms, 1795337400000LL);
+  assert_int_equal(carp_time_parse_rfc3339("2024-02-29T00:00:00Z", &ms), 0);
+  assert_int_equal(carp_time_parse_rfc3339("2023-02-29T00:00:00Z", &ms),
+                   CARP_EPARSE);
+  assert_int_equal(carp_time_parse_rfc3339("2026-13-01T00:00:00Z", &ms),
+                   CARP_EPARSE);
+  assert_int_equal(carp_time_parse_rfc3339("2026-11-22 09:30:00", &ms),
+                   CARP_EPARSE);
+  assert_int_equal(carp_time_parse_rfc3339("2026-11-22T09:30:00Zjunk", &ms),
+                   CARP_EPARSE);
+  assert_int_equal(carp_time_parse_rfc3339("", &ms), CARP_EPARSE);
+  /* Round trip across a range of instants, including before 1970. */
+  for (int64_t t = -86400000LL * 800; t < 86400000LL * 40000;
+       t += 86400000LL * 37 + 12345) {
+    carp_time_format_rfc3339(t, 1, out);
+    assert_int_equal(carp_time_parse_rfc3339(out, &ms), 0);
+    assert_int_equal(ms, t);
+  }
+}
+
+struct duration_case {
+  const char *in;
+  int allow_never;
+  int rc;
+  int64_t ms;
+  const char *out; /* NULL: same as in */
+};
+
+static void test_duration(void **state)
+{
+  static const struct duration_case cases[] = {
+      {"1s", 0, 0, 1000, NULL},
+      {"1m30s", 0, 0, 90000, NULL},
+      {"720h", 0, 0, 2592000000LL, NULL},
+      {"0s", 0, 0, 0, NULL},
+      {"0", 0, 0, 0, "0s"},
+      {"300ms", 0, 0, 300, NULL},
+      {"1.5s", 0, 0, 1500, NULL},
+      {"1.5h", 0, 0, 5400000, "1h30m"},
+      {"2h45m", 0, 0, 9900000, NULL},
+      {"1h0m1s", 0, 0, 3600000 + 1000, "1h1s"},
+      {"1500us", 0, 0, 1, "1ms"},
+      {"999999ns", 0, 0, 0, "0s"},
+      {"10\xc2\xb5s", 0, 0, 0, "0s"},
+      {"+5m", 0, 0, 300000, "5m"},
+      {"Never", 1, 0, CARP_DURATION_NEVER, NULL},
+      {"Never", 0, CARP_EPARSE, 0, NULL},
+      {"never", 1, CARP_EPARSE, 0, NULL},
+      {"", 0, CARP_EPARSE, 0, NULL},
+      {"5", 0, CARP_EPARSE, 0, NULL},
+      {"-5s", 0, CARP_EPARSE, 0, NULL},
+      {"5d", 0, CARP_EPARSE, 0, NULL},
+      {"s", 0, CARP_EPARSE, 0, NULL},
+      {".s", 0, CARP_EPARSE, 0, NULL},
+      {"1s ", 0, CARP_EPARSE, 0, NULL},
+      {"99999999999999999999h", 0, CARP_EPARSE, 0, NULL},
+  };
+  for (size_t i = 0; i < CARP_ARRAY_LEN(cases); i++) {
+    int64_t ms = -1;
+    char out[CARP_DURATION_LEN];
+    int rc = carp_duration_parse(cases[i].in, cases[i].allow_never, &ms);
+    if (rc != cases[i].rc)
+      fail_msg("parse(%s) = %d, want %d", cases[i].in, rc, cases[i].rc);
+    if (rc)
+      continue;
+    if (ms != cases[i].ms)
+      fail_msg("parse(%s) = %lld ms, want %lld", cases[i].in, (long long)ms,
+               (long long)cases[i].ms);
+    carp_duration_format(ms, out);
+    assert_string_equal(out, cases[i].out ? cases[i].out : cases[i].in);
+  }
+  /* Every formatted value parses back to itself. */
+  for (int64_t ms = 0; ms < 400000000LL; ms = ms * 3 + 7) {
+    char out[CARP_DURATION_LEN];
+    int64_t back;
+    carp_duration_format(ms, out);
+    assert_int_equal(carp_duration_parse(out, 0, &back), 0);
+    assert_int_equal(back, ms);
+  }
+}
+
+struct quantity_case {
+  const char *in;
+  int rc;
+  int64_t milli;
+  enum carp_quantity_format fmt;
+  const char *out;
+};
+
+static void test_quantity(void **state)
+{
+  static const struct quantity_case cases[] = {
+      {"100m", 0, 100, CARP_QUANTITY_DECIMAL, "100m"},
+      {"1", 0, 1000, CARP_QUANTITY_DECIMAL, "1"},
+      {"1.5", 0, 1500, CARP_QUANTITY_DECIMAL, "1500m"},
+      {"0.1", 0, 100, CARP_QUANTITY_DECIMAL, "100m"},
+      {".5", 0, 500, CARP_QUANTITY_DECIMAL, "500m"},
+      {"2e3", 0, 2000000, CARP_QUANTITY_DECIMAL, "2k"},
+      {"2E3", 0, 2000000, CARP_QUANTITY_DECIMAL, "2k"},
+      {"1e-3", 0, 1, CARP_QUANTITY_DECIMAL, "1m"},
+      {"1k", 0, 1000000, CARP_QUANTITY_DECIMAL, "1k"},
+      {"1M", 0, 1000000000LL, CARP_QUANTITY_DECIMAL, "1M"},
+      {"1P", 0, 1000000000000000000LL, CARP_QUANTITY_DECIMAL, "1P"},
+      {"1E", CARP_ETOOBIG, 0, 0, NULL},
+      {"1Ki", 0, 1024000, CARP_QUANTITY_BINARY, "1Ki"},
+      {"1.5Gi", 0, 1610612736000LL, CARP_QUANTITY_BINARY, "1536Mi"},
+      {"128974848", 0, 128974848000LL, CARP_QUANTITY_BINARY, "123Mi"},
+      {"129e6", 0, 129000000000LL, CARP_QUANTITY_DECIMAL, "129M"},
+      {"123Mi", 0, 128974848000LL, CARP_QUANTITY_BINARY, "123Mi"},
+      {"3100Mi", 0, 3250585600000LL, CARP_QUANTITY_BINARY, "3100Mi"},
+      {"28Gi", 0, 30064771072000LL, CARP_QUANTITY_BINARY, "28Gi"},
+      {"0.1m", 0, 1, CARP_QUANTITY_DECIMAL, "1m"},  /* rounded up */
+      {"1001u", 0, 2, CARP_QUANTITY_DECIMAL, "2m"}, /* rounded up */
+      {"100n", 0, 1, CARP_QUANTITY_DECIMAL, "1m"},
+      {"0", 0, 0, CARP_QUANTITY_DECIMAL, "0"},
+      {"0Gi", 0, 0, CARP_QUANTITY_BINARY, "0"},
+      {"-1", 0, -1000, CARP_QUANTITY_DECIMAL, "-1"},
+      {"+2", 0, 2000, CARP_QUANTITY_DECIMAL, "2"},
+      {"1.000000000000000000000000000000000000001", 0, 1001,
+       CARP_QUANTITY_DECIMAL, "1001m"},
+      {"", CARP_EPARSE, 0, 0, NULL},
+      {"m", CARP_EPARSE, 0, 0, NULL},
+      {"1.5x", CARP_EPARSE, 0, 0, NULL},
+      {"1 Gi", CARP_EPARSE, 0, 0, NULL},
+      {"1gi", CARP_EPARSE, 0, 0, NULL},
+      {"1e", CARP_EPARSE, 0, 0, NULL},
+      {"1e+", CARP_EPARSE, 0, 0, NULL},
+      {"--1", CARP_EPARSE, 0, 0, NULL},
+      {"1..2", CARP_EPARSE, 0, 0, NULL},
+      {"10Ei", CARP_ETOOBIG, 0, 0, NULL},
+      {"1e100", CARP_ETOOBIG, 0, 0, NULL},
+      {"99999999999999999999999", CARP_ETOOBIG, 0, 0, NULL},
+  };
+  for (size_t i = 0; i < CARP_ARRAY_LEN(cases); i++) {
+    int64_t milli = -7;
+    char out[CARP_QUANTITY_LEN];
+    int rc = carp_quantity_parse(cases[i].in, &milli);
+    if (rc != cases[i].rc)
+      fail_msg("parse(%s) = %d, want %d", cases[i].in, rc, cases[i].rc);
+    if (rc)
+      continue;
+    if (milli != cases[i].milli)
+      fail_msg("parse(%s) = %lld, want %lld", cases[i].in, (long long)milli,
+               (long long)cases[i].milli);
+    carp_quantity_format(milli, cases[i].fmt, out);
+    assert_string_equal(out, cases[i].out);
+  }
+  assert_int_equal(carp_quantity_value(1), 1);
+  assert_int_equal(carp_quantity_value(1000), 1);
+  assert_int_equal(carp_quantity_value(1001), 2);
+  assert_int_equal(carp_quantity_value(0), 0);
+}
+
+static void test_backoff(void **state)
+{
+  struct carp_backoff b;
+  struct carp_rand rng;
+  carp_backoff_init(&b, 5, 1000, 2.0, 0);
+  assert_int_equal(carp_backoff_next(&b), 5);
+  assert_int_equal(carp_backoff_next(&b), 10);
+  assert_int_equal(carp_backoff_next(&b), 20);
+  for (int i = 0; i < 100; i++)
+    assert_true(carp_backoff_next(&b) <= 1000);
+  assert_int_equal(carp_backoff_next(&b), 1000);
+  carp_backoff_reset(&b);
+  assert_int_equal(carp_backoff_next(&b), 5);
+
+  /* With jitter the delay stays in [d * (1 - jitter), d]. */
+  carp_rand_seed(&rng, 42);
+  carp_backoff_init(&b, 800, 30000, 2.0, 0.5);
+  b.rng = &rng;
+  for (unsigned n = 0; n < 20; n++) {
+    uint64_t want = carp_backoff_peek(&b, n);
+    uint64_t got = carp_backoff_next(&b);
+    assert_true(got <= want);
+    assert_true(got >= want / 2);
+  }
+  assert_int_equal(carp_backoff_peek(&b, 10), 30000);
+}
+
+static void test_rand(void **state)
+{
+  struct carp_rand a, b;
+  int counts[10] = {0};
+  carp_rand_seed(&a, 7);
+  carp_rand_seed(&b, 7);
+  for (int i = 0; i < 100; i++)
+    assert_int_equal(carp_rand_u64(&a), carp_rand_u64(&b));
+  for (int i = 0; i < 100000; i++) {
+    uint64_t x = carp_rand_below(&a, 10);
+    assert_true(x < 10);
+    counts[x]++;
+  }
+  for (int i = 0; i < 10; i++)
+    assert_in_range(counts[i], 9000, 11000);
+  for (int i = 0; i < 1000; i++) {
+    double d = carp_rand_double(&a);
+    assert_true(d >= 0 && d < 1);
+  }
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_error_names),
+      cmocka_unit_test(test_buf_cap_and_printf),
+      cmocka_unit_test(test_log_json),
+      cmocka_unit_test(test_log_text_and_levels),
+      cmocka_unit_test(test_rfc3339),
+      cmocka_unit_test(test_duration),
+      cmocka_unit_test(test_quantity),
+      cmocka_unit_test(test_backoff),
+      cmocka_unit_test(test_rand),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
