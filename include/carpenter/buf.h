@@ -12,6 +12,7 @@ struct carp_buf {
   size_t len; /* bytes used, not counting the terminating NUL */
   size_t cap; /* bytes allocated */
   size_t max; /* hard cap on len; appends beyond it fail with CARP_ETOOBIG */
+  int overflowed; /* an append failed since init or the last reset */
 };
 
 #define CARP_BUF_UNLIMITED ((size_t)-1)

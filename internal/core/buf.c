@@ -14,6 +14,7 @@ void carp_buf_init(struct carp_buf *b, size_t max)
   b->len = 0;
   b->cap = 0;
   b->max = max;
+  b->overflowed = 0;
 }
 
 void carp_buf_free(struct carp_buf *b)
@@ -26,6 +27,7 @@ void carp_buf_free(struct carp_buf *b)
 void carp_buf_reset(struct carp_buf *b)
 {
   b->len = 0;
+  b->overflowed = 0;
   if (b->ptr)
     b->ptr[0] = '\0';
 }
@@ -33,8 +35,10 @@ void carp_buf_reset(struct carp_buf *b)
 static int reserve(struct carp_buf *b, size_t extra)
 {
   size_t need, cap;
-  if (extra > b->max || b->len > b->max - extra)
+  if (extra > b->max || b->len > b->max - extra) {
+    b->overflowed = 1;
     return CARP_ETOOBIG;
+  }
   need = b->len + extra + 1;
   if (need <= b->cap)
     return 0;

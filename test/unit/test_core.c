@@ -16,6 +16,7 @@
 #include "carpenter/duration.h"
 #include "carpenter/error.h"
 #include "carpenter/log.h"
+#include "carpenter/map.h"
 #include "carpenter/quantity.h"
 #include "carpenter/rand.h"
 #include "carpenter/timeutil.h"
@@ -360,6 +361,61 @@ static void test_rand(void **state)
   }
 }
 
+static void test_map(void **state)
+{
+  struct carp_map m;
+  struct carp_map_iter it;
+  char(*keys)[16] = carp_calloc(20000, 16);
+  const char *k;
+  size_t klen, seen = 0;
+  void *v;
+
+  carp_map_init(&m);
+  assert_null(carp_map_gets(&m, "absent"));
+  assert_null(carp_map_dels(&m, "absent"));
+  for (int i = 0; i < 20000; i++) {
+    snprintf(keys[i], 16, "key-%d", i);
+    assert_null(carp_map_puts(&m, keys[i], (void *)(intptr_t)(i + 1)));
+  }
+  assert_int_equal(m.len, 20000);
+  for (int i = 0; i < 20000; i++)
+    assert_int_equal((intptr_t)carp_map_gets(&m, keys[i]), i + 1);
+  /* Replace returns the old value. */
+  assert_int_equal((intptr_t)carp_map_puts(&m, keys[5], (void *)7), 6);
+  /* Delete every other key, then churn to exercise tombstones. */
+  for (int i = 0; i < 20000; i += 2)
+    assert_non_null(carp_map_dels(&m, keys[i]));
+  assert_int_equal(m.len, 10000);
+  for (int round = 0; round < 5; round++) {
+    for (int i = 0; i < 20000; i += 2)
+      carp_map_puts(&m, keys[i], (void *)1);
+    for (int i = 0; i < 20000; i += 2)
+      carp_map_dels(&m, keys[i]);
+  }
+  assert_int_equal(m.len, 10000);
+  assert_true(m.cap <= 65536); /* tombstones did not make it grow forever */
+  for (int i = 0; i < 20000; i++) {
+    if (i % 2 == 0)
+      assert_null(carp_map_gets(&m, keys[i]));
+    else
+      assert_non_null(carp_map_gets(&m, keys[i]));
+  }
+  carp_map_iter_init(&it);
+  while (carp_map_next(&m, &it, &k, &klen, &v)) {
+    assert_int_equal(klen, strlen(k));
+    seen++;
+  }
+  assert_int_equal(seen, 10000);
+  /* Keys with embedded NULs and equal prefixes are distinct. */
+  assert_null(carp_map_put(&m, "a\0b", 3, (void *)1));
+  assert_null(carp_map_put(&m, "a\0c", 3, (void *)2));
+  assert_int_equal((intptr_t)carp_map_get(&m, "a\0b", 3), 1);
+  assert_int_equal((intptr_t)carp_map_get(&m, "a\0c", 3), 2);
+  assert_null(carp_map_get(&m, "a", 1));
+  carp_map_free(&m);
+  carp_free(keys);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -372,6 +428,7 @@ int main(void)
       cmocka_unit_test(test_quantity),
       cmocka_unit_test(test_backoff),
       cmocka_unit_test(test_rand),
+      cmocka_unit_test(test_map),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,142 @@
+/* render.c: the Prometheus text exposition format, version 0.0.4.
+ * HELP text escapes backslash and newline; label values also escape the
+ * double quote. Histograms print cumulative _bucket lines ending in
+ * le="+Inf", then _sum and _count. Families with no series are left out,
+ * as the Go client does. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "carpenter/error.h"
+#include "metrics_int.h"
+
+void carp_metrics_format_value(double v, char out[32])
+{
+  int prec;
+  if (isnan(v)) {
+    snprintf(out, 32, "NaN");
+    return;
+  }
+  if (isinf(v)) {
+    snprintf(out, 32, v > 0 ? "+Inf" : "-Inf");
+    return;
+  }
+  if (v == 0) {
+    snprintf(out, 32, "0");
+    return;
+  }
+  /* The shortest precision that reads back as the same double. */
+  for (prec = 1; prec <= 17; prec++) {
+    snprintf(out, 32, "%.*g", prec, v);
+    if (strtod(out, NULL) == v)
+      return;
+  }
+}
+
+static void put_escaped(struct carp_buf *b, const char *s, int quote)
+{
+  for (; *s; s++) {
+    if (*s == '\\')
+      carp_buf_puts(b, "\\\\");
+    else if (*s == '\n')
+      carp_buf_puts(b, "\\n");
+    else if (quote && *s == '"')
+      carp_buf_puts(b, "\\\"");
+    else
+      carp_buf_putc(b, *s);
+  }
+}
+
+/* name{l1="v1",l2="v2"[,le="x"]} */
+static void put_series_name(struct carp_buf *b, const struct carp_metric *m,
+                            const struct carp_series *s, const char *suffix,
+                            const char *le)
+{
+  size_t i;
+  carp_buf_puts(b, m->name);
+  carp_buf_puts(b, suffix);
+  if (m->nlabels == 0 && !le)
+    return;
+  carp_buf_putc(b, '{');
+  for (i = 0; i < m->nlabels; i++) {
+    if (i)
+      carp_buf_putc(b, ',');
+    carp_buf_puts(b, m->labels[i]);
+    carp_buf_puts(b, "=\"");
+    put_escaped(b, s->values[i], 1);
+    carp_buf_putc(b, '"');
+  }
+  if (le) {
+    if (m->nlabels)
+      carp_buf_putc(b, ',');
+    carp_buf_puts(b, "le=\"");
+    carp_buf_puts(b, le);
+    carp_buf_putc(b, '"');
+  }
+  carp_buf_putc(b, '}');
+}
+
+static void put_sample(struct carp_buf *b, const struct carp_metric *m,
+                       const struct carp_series *s, const char *suffix,
+                       const char *le, double v)
+{
+  char num[32];
+  put_series_name(b, m, s, suffix, le);
+  carp_metrics_format_value(v, num);
+  carp_buf_putc(b, ' ');
+  carp_buf_puts(b, num);
+  carp_buf_putc(b, '\n');
+}
+
+static const char *type_name(enum carp_metric_type t)
+{
+  switch (t) {
+  case CARP_METRIC_COUNTER:
+    return "counter";
+  case CARP_METRIC_GAUGE:
+    return "gauge";
+  case CARP_METRIC_HISTOGRAM:
+    return "histogram";
+  }
+  return "untyped";
+}
+
+static void render_family(struct carp_buf *b, const struct carp_metric *m)
+{
+  size_t i, j;
+  if (m->nseries == 0)
+    return;
+  carp_buf_printf(b, "# HELP %s ", m->name);
+  put_escaped(b, m->help, 0);
+  carp_buf_printf(b, "\n# TYPE %s %s\n", m->name, type_name(m->type));
+  for (i = 0; i < m->nseries; i++) {
+    const struct carp_series *s = m->series[i];
+    if (m->type != CARP_METRIC_HISTOGRAM) {
+      put_sample(b, m, s, "", NULL, s->value);
+      continue;
+    }
+    {
+      uint64_t cumulative = 0;
+      char le[32];
+      for (j = 0; j < m->nbounds; j++) {
+        cumulative += s->buckets[j];
+        carp_metrics_format_value(m->bounds[j], le);
+        put_sample(b, m, s, "_bucket", le, (double)cumulative);
+      }
+      put_sample(b, m, s, "_bucket", "+Inf", (double)s->count);
+      put_sample(b, m, s, "_sum", NULL, s->sum);
+      put_sample(b, m, s, "_count", NULL, (double)s->count);
+    }
+  }
+}
+
+int carp_metrics_render(struct carp_metrics *r, struct carp_buf *out)
+{
+  size_t i;
+  for (i = 0; i < r->ncollectors; i++)
+    r->collectors[i].cb(r, r->collectors[i].arg);
+  for (i = 0; i < r->nfamilies; i++)
+    render_family(out, r->families[i]);
+  return out->overflowed ? CARP_ETOOBIG : 0;
+}
