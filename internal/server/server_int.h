@@ -1,0 +1,61 @@
+/* Private structures of the HTTP server: the listener (server.c) and its
+ * connections (conn.c). */
+#ifndef CARP_SERVER_INT_H
+#define CARP_SERVER_INT_H
+
+#include <http_parser.h>
+
+#include "carpenter/server.h"
+
+struct carp_server_route {
+  char *path;
+  unsigned methods;
+  carp_server_handler handler;
+  void *arg;
+};
+
+struct carp_server_conn;
+
+struct carp_server {
+  uv_loop_t *loop;
+  uv_tcp_t listener;
+  struct carp_server_options opts;
+  char *host;
+  char *name;
+  int port;
+  int listening;
+  int closing;
+  size_t open_handles; /* listener plus every connection's handles */
+  struct carp_server_route *routes;
+  size_t nroutes;
+  struct carp_server_conn *conns; /* doubly linked list */
+  size_t nconns;
+  void (*close_cb)(void *arg);
+  void *close_arg;
+};
+
+struct carp_server_conn {
+  struct carp_server *server;
+  uv_tcp_t tcp;
+  uv_timer_t timer;
+  http_parser parser;
+  struct carp_server_conn *prev, *next;
+  struct carp_buf url;
+  struct carp_buf body;
+  size_t header_bytes;
+  size_t queued_bytes; /* written but not yet flushed */
+  int in_message;      /* between message begin and complete */
+  int reading;
+  int closing;
+  int close_after_write;
+  int handles_open; /* tcp and timer still to be closed */
+};
+
+void carp__server_conn_accept(struct carp_server *s);
+void carp__server_conn_close(struct carp_server_conn *c);
+/* Called when a handle of the server or a connection finishes closing. */
+void carp__server_handle_closed(struct carp_server *s);
+const struct carp_server_route *
+carp__server_find_route(const struct carp_server *s, const char *path);
+
+#endif
