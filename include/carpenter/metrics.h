@@ -82,6 +82,10 @@ int carp_metrics_render(struct carp_metrics *r, struct carp_buf *out);
  * karpenter_build_info, refreshed by a collector. */
 void carp_metrics_register_process(struct carp_metrics *r);
 
+struct carp_server;
+/* Adds /metrics to a server, rendering the registry on each scrape. */
+int carp_metrics_serve(struct carp_metrics *r, struct carp_server *s);
+
 /* Formats a sample value as Prometheus expects: shortest round-trip
  * decimal, +Inf, -Inf or NaN. */
 void carp_metrics_format_value(double v, char out[32]);

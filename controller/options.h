@@ -1,0 +1,43 @@
+/* Command-line flags and environment variables of the carpenter binary.
+ * Each flag has an environment variable (Karpenter's name where one exists)
+ * and a default; a flag beats its variable, which beats the default. */
+#ifndef CARP_OPTIONS_H
+#define CARP_OPTIONS_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "carpenter/log.h"
+
+struct carp_options {
+  char *kubeconfig; /* NULL: in-cluster configuration */
+  char *kube_context;
+  char *pve_config;
+  int metrics_port;
+  int health_probe_port;
+  int leader_elect;
+  char *leader_election_namespace;
+  char *leader_election_name;
+  enum carp_log_level log_level;
+  enum carp_log_format log_format;
+  int64_t batch_idle_ms;
+  int64_t batch_max_ms;
+  double kube_client_qps;
+  int kube_client_burst;
+  char *cluster_name;
+};
+
+enum carp_options_result {
+  CARP_OPTIONS_RUN = 0, /* options parsed: run the controller */
+  CARP_OPTIONS_EXIT_OK, /* --help or --version printed */
+  CARP_OPTIONS_ERROR,   /* message printed; exit with status 2 */
+};
+
+/* Parses argv and the environment (envp-style lookups go through getenv).
+ * Normal output (help, version) goes to out, errors to err. */
+enum carp_options_result carp_options_parse(struct carp_options *o, int argc,
+                                            char **argv, FILE *out, FILE *err);
+void carp_options_free(struct carp_options *o);
+void carp_options_usage(FILE *out);
+
+#endif

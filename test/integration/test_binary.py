@@ -1,0 +1,115 @@
+"""The carpenter binary as users and Kubernetes see it: flags, exit codes,
+the metrics and health endpoints (checked with promtool), and a graceful
+shutdown on SIGTERM and SIGINT."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from carptest import CARPENTER, Carpenter, http_get  # noqa: E402
+
+DESIGN_FLAGS = {
+    "--kubeconfig": "KUBECONFIG", "--pve-config": "PVE_CONFIG",
+    "--metrics-port": "METRICS_PORT",
+    "--health-probe-port": "HEALTH_PROBE_PORT",
+    "--leader-elect": "LEADER_ELECT",
+    "--leader-election-namespace": "LEADER_ELECTION_NAMESPACE",
+    "--log-level": "LOG_LEVEL", "--log-format": "LOG_FORMAT",
+    "--batch-idle-duration": "BATCH_IDLE_DURATION",
+    "--batch-max-duration": "BATCH_MAX_DURATION",
+    "--kube-client-qps": "KUBE_CLIENT_QPS",
+    "--kube-client-burst": "KUBE_CLIENT_BURST",
+}
+
+
+def run(*args, env=None):
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([CARPENTER, *args], capture_output=True, text=True,
+                          env=full_env, timeout=10)
+
+
+class FlagsTest(unittest.TestCase):
+    def test_help_documents_every_flag(self):
+        r = run("--help")
+        self.assertEqual(r.returncode, 0)
+        for flag, env in DESIGN_FLAGS.items():
+            self.assertRegex(r.stdout, re.escape(flag) + r" \S+\s+\(env " +
+                             re.escape(env) + r"\)")
+        self.assertIn("--version", r.stdout)
+
+    def test_version(self):
+        r = run("--version")
+        self.assertEqual(r.returncode, 0)
+        self.assertRegex(r.stdout, r"^carpenter \d+\.\d+\.\d+ \(commit \S+\)")
+
+    def test_bad_values_exit_2_naming_the_flag(self):
+        for args, env, want in [
+                (["--metrics-port", "http"], None, "--metrics-port"),
+                (["--log-level=verbose"], None, "--log-level"),
+                ([], {"BATCH_MAX_DURATION": "forever"}, "BATCH_MAX_DURATION"),
+                (["--unknown"], None, "unknown flag --unknown")]:
+            r = run(*args, env=env)
+            self.assertEqual(r.returncode, 2, (args, env, r.stderr))
+            self.assertIn(want, r.stderr)
+            self.assertEqual(r.stdout, "")
+
+
+class EndpointsTest(unittest.TestCase):
+    def setUp(self):
+        self.c = Carpenter("--metrics-port=0", "--health-probe-port=0")
+        self.addCleanup(self.c.stop, signal.SIGKILL)
+        self.metrics = self.c.port("metrics")
+        self.health = self.c.port("health")
+
+    def test_metrics_pass_promtool(self):
+        status, headers, body = http_get(
+            "http://127.0.0.1:%d/metrics" % self.metrics)
+        self.assertEqual(status, 200)
+        self.assertIn("version=0.0.4", headers["Content-Type"])
+        for name in ("process_resident_memory_bytes",
+                     "process_cpu_seconds_total", "process_start_time_seconds",
+                     "process_open_fds", "karpenter_build_info"):
+            self.assertRegex(body, r"(?m)^%s[ {]" % name)
+        promtool = shutil.which("promtool")
+        self.assertIsNotNone(promtool, "promtool (Debian package prometheus)")
+        r = subprocess.run([promtool, "check", "metrics"], input=body,
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.strip(), "")
+
+    def test_health_and_errors(self):
+        base = "http://127.0.0.1:%d" % self.health
+        self.assertEqual(http_get(base + "/healthz")[0], 200)
+        self.assertEqual(http_get(base + "/healthz")[2], "ok")
+        self.assertEqual(http_get(base + "/readyz")[0], 200)
+        self.assertEqual(http_get(base + "/nothing")[0], 404)
+        self.assertEqual(http_get(
+            "http://127.0.0.1:%d/healthz" % self.metrics)[0], 404)
+
+    def test_graceful_shutdown(self):
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            c = Carpenter("--metrics-port=0", "--health-probe-port=0")
+            c.port("health")
+            code, seconds = c.stop(sig)
+            self.assertEqual(code, 0, "\n".join(c.lines))
+            self.assertLess(seconds, 5.0)
+            self.assertTrue(any(r.get("message") == "stopped"
+                                for r in c.records()))
+            self.assertFalse(any(r.get("level") == "ERROR"
+                                 for r in c.records()), "\n".join(c.lines))
+
+    def test_port_in_use_fails(self):
+        c = Carpenter("--metrics-port=%d" % self.metrics,
+                      "--health-probe-port=0")
+        self.assertEqual(c.wait_exit(5), 1)
+        self.assertTrue(any(r.get("message") == "cannot listen"
+                            for r in c.records()))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
