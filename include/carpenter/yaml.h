@@ -1,0 +1,54 @@
+/* YAML documents (kubeconfig, --pve-config) loaded with libyaml into a
+ * small tree whose nodes remember their line and column, so every error
+ * can say exactly where the problem is ("pve.yaml:7:12: tokenID: must be a
+ * string"). Aliases are resolved to the anchored node. */
+#ifndef CARP_YAML_H
+#define CARP_YAML_H
+
+#include <stddef.h>
+
+enum carp_yaml_type {
+  CARP_YAML_SCALAR = 0,
+  CARP_YAML_MAPPING,
+  CARP_YAML_SEQUENCE,
+};
+
+struct carp_yaml_node {
+  enum carp_yaml_type type;
+  char *scalar; /* SCALAR: the text, NUL-terminated */
+  size_t scalar_len;
+  int plain;   /* SCALAR: unquoted (so "null", "~" and "" mean null) */
+  char **keys; /* MAPPING: keys (scalar keys only) */
+  struct carp_yaml_node **items; /* MAPPING values or SEQUENCE items */
+  size_t len;
+  size_t line; /* 1-based */
+  size_t col;  /* 1-based */
+};
+
+struct carp_yaml_doc {
+  struct carp_yaml_node *root; /* NULL for an empty document */
+  char *source;                /* file name, for messages */
+  struct carp_yaml_node **all; /* every node, for freeing */
+  size_t nall;
+};
+
+/* Loads the first document of a file or buffer. On failure returns
+ * CARP_EPARSE (or a negative errno for the file) and an error message
+ * "file:line:col: problem" in *err (free with carp_free). */
+int carp_yaml_load_file(const char *path, struct carp_yaml_doc *doc,
+                        char **err);
+int carp_yaml_load(const char *text, size_t len, const char *source,
+                   struct carp_yaml_doc *doc, char **err);
+void carp_yaml_free(struct carp_yaml_doc *doc);
+
+/* The value of key in a mapping, or NULL. */
+struct carp_yaml_node *carp_yaml_get(const struct carp_yaml_node *map,
+                                     const char *key);
+/* 1 when n is absent or a null scalar. */
+int carp_yaml_is_null(const struct carp_yaml_node *n);
+/* Scalar text, or NULL when n is not a (non-null) scalar. */
+const char *carp_yaml_str(const struct carp_yaml_node *n);
+/* Scalar booleans (true/false/yes/no/on/off, any case). */
+int carp_yaml_bool(const struct carp_yaml_node *n, int *out);
+
+#endif
