@@ -12,6 +12,7 @@
 
 #include "carpenter/alloc.h"
 #include "carpenter/backoff.h"
+#include "carpenter/base64.h"
 #include "carpenter/buf.h"
 #include "carpenter/duration.h"
 #include "carpenter/error.h"
@@ -416,6 +417,41 @@ static void test_map(void **state)
   carp_free(keys);
 }
 
+static void test_base64(void **state)
+{
+  static const struct {
+    const char *plain;
+    const char *enc;
+  } cases[] = {{"", ""},
+               {"f", "Zg=="},
+               {"fo", "Zm8="},
+               {"foo", "Zm9v"},
+               {"foob", "Zm9vYg=="},
+               {"fooba", "Zm9vYmE="},
+               {"foobar", "Zm9vYmFy"},
+               {"proxmox://pve/105", "cHJveG1veDovL3B2ZS8xMDU="}};
+  struct carp_buf b;
+  carp_buf_init(&b, CARP_BUF_UNLIMITED);
+  for (size_t i = 0; i < CARP_ARRAY_LEN(cases); i++) {
+    carp_buf_reset(&b);
+    assert_int_equal(
+        carp_base64_encode(&b, cases[i].plain, strlen(cases[i].plain)), 0);
+    assert_string_equal(carp_buf_cstr(&b), cases[i].enc);
+    carp_buf_reset(&b);
+    assert_int_equal(carp_base64_decode(&b, cases[i].enc, strlen(cases[i].enc)),
+                     0);
+    assert_string_equal(carp_buf_cstr(&b), cases[i].plain);
+  }
+  carp_buf_reset(&b);
+  assert_int_equal(carp_base64_decode(&b, "Zm9v\nYmFy\n", 10), 0);
+  assert_string_equal(carp_buf_cstr(&b), "foobar");
+  assert_int_equal(carp_base64_decode(&b, "Zm9", 3), CARP_EPARSE);
+  assert_int_equal(carp_base64_decode(&b, "Zm=v", 4), CARP_EPARSE);
+  assert_int_equal(carp_base64_decode(&b, "Zm9v!!==", 8), CARP_EPARSE);
+  assert_int_equal(carp_base64_decode(&b, "Zh==", 4), CARP_EPARSE);
+  carp_buf_free(&b);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -429,6 +465,7 @@ int main(void)
       cmocka_unit_test(test_backoff),
       cmocka_unit_test(test_rand),
       cmocka_unit_test(test_map),
+      cmocka_unit_test(test_base64),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
