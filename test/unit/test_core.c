@@ -16,6 +16,7 @@
 #include "carpenter/buf.h"
 #include "carpenter/duration.h"
 #include "carpenter/error.h"
+#include "carpenter/intern.h"
 #include "carpenter/log.h"
 #include "carpenter/map.h"
 #include "carpenter/quantity.h"
@@ -452,6 +453,38 @@ static void test_base64(void **state)
   carp_buf_free(&b);
 }
 
+static void test_intern(void **state)
+{
+  char buf[16];
+  const char *a, *b, *c;
+  size_t before = carp_intern_count();
+  snprintf(buf, sizeof(buf), "zone-a");
+  a = carp_interns(buf);
+  b = carp_intern("zone-a-extra", 6);
+  assert_ptr_equal(a, b); /* same bytes, same pointer */
+  assert_ptr_not_equal(a, buf);
+  assert_string_equal(a, "zone-a");
+  assert_int_equal(carp_intern_len(a), 6);
+  c = carp_interns("zone-b");
+  assert_ptr_not_equal(a, c);
+  assert_int_equal(carp_intern_count(), before + 2);
+  assert_ptr_equal(carp_intern_ref(a), a);
+  carp_intern_release(a);
+  carp_intern_release(b);
+  assert_int_equal(carp_intern_count(), before + 2); /* one ref left */
+  carp_intern_release(a);
+  assert_int_equal(carp_intern_count(), before + 1);
+  carp_intern_release(c);
+  assert_int_equal(carp_intern_count(), before);
+  assert_null(carp_interns(NULL));
+  carp_intern_release(NULL);
+  /* Empty strings intern too. */
+  a = carp_interns("");
+  assert_string_equal(a, "");
+  carp_intern_release(a);
+  assert_int_equal(carp_intern_count(), before);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -466,6 +499,7 @@ int main(void)
       cmocka_unit_test(test_rand),
       cmocka_unit_test(test_map),
       cmocka_unit_test(test_base64),
+      cmocka_unit_test(test_intern),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

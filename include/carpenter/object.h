@@ -1,0 +1,108 @@
+/* Cached Kubernetes objects: compact, immutable, reference-counted.
+ *
+ * Each kind (pod, node, nodeclaim...) decodes the JSON of an object
+ * straight into a small struct that starts with struct carp_objmeta and
+ * keeps only what Carpenter reads. Strings that repeat across objects are
+ * interned, and whole label, annotation and finalizer sets are interned
+ * too, so the pods of one ReplicaSet share one label set.
+ *
+ * Objects never change once decoded: an update replaces the object. Code
+ * that keeps one past the callback that handed it out takes a reference
+ * (carp_obj_ref) and drops it later (carp_obj_unref). */
+#ifndef CARP_OBJECT_H
+#define CARP_OBJECT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <yajl/yajl_tree.h>
+
+struct carp_kv {
+  const char *key;   /* interned */
+  const char *value; /* interned ("" for finalizers) */
+};
+
+/* A set of key/value pairs sorted by key, interned as a whole. NULL is
+ * the empty set. */
+struct carp_kvset {
+  uint32_t refs;
+  uint32_t n;
+  char *canon; /* the pairs as "k\0v\0k\0v\0...", the intern key */
+  size_t canon_len;
+  struct carp_kv kv[];
+};
+
+/* Builds an interned set from a JSON object of strings (labels,
+ * annotations); keep, when not NULL, filters the keys. Non-string values
+ * are an error. *out is NULL for an empty set. */
+int carp_kvset_from_object(yajl_val obj, int (*keep)(const char *key),
+                           const struct carp_kvset **out);
+/* From a JSON array of strings (finalizers); values are "". */
+int carp_kvset_from_array(yajl_val arr, const struct carp_kvset **out);
+/* From pairs (any order; later duplicates win). */
+const struct carp_kvset *carp_kvset_make(const struct carp_kv *kv, size_t n);
+const struct carp_kvset *carp_kvset_ref(const struct carp_kvset *s);
+void carp_kvset_release(const struct carp_kvset *s);
+/* Value for key or NULL (binary search). */
+const char *carp_kvset_get(const struct carp_kvset *s, const char *key);
+int carp_kvset_has(const struct carp_kvset *s, const char *key);
+size_t carp_kvset_len(const struct carp_kvset *s);
+size_t carp_kvset_count(void); /* distinct sets alive */
+
+/* The object's controller (or first) owner reference. */
+struct carp_owner {
+  const char *api_version; /* interned; NULL when there is no owner */
+  const char *kind;        /* interned */
+  const char *name;        /* interned */
+  const char *uid;         /* interned: siblings share it */
+  int controller;
+};
+
+struct carp_kind;
+
+struct carp_objmeta {
+  uint32_t refs;
+  const struct carp_kind *kind;
+  const char *namespace; /* interned; NULL for cluster-scoped objects */
+  const char *name;      /* these three point into strings[] */
+  const char *uid;
+  const char *resource_version;
+  int64_t generation;
+  int64_t creation_ms; /* epoch ms */
+  int64_t deletion_ms; /* epoch ms; 0 when not being deleted */
+  const struct carp_kvset *labels;
+  const struct carp_kvset *annotations; /* only keys the kind keeps */
+  const struct carp_kvset *finalizers;
+  struct carp_owner owner;
+  char *strings; /* "name\0uid\0rv\0" */
+};
+
+/* Decodes metadata from an object's JSON. keep_annotation, when not NULL,
+ * selects the annotations kept. On error returns CARP_EPARSE with the
+ * field in *err (free with carp_free). */
+int carp_objmeta_decode(yajl_val obj, int (*keep_annotation)(const char *key),
+                        struct carp_objmeta *m, char **err);
+/* Releases what carp_objmeta_decode allocated. */
+void carp_objmeta_cleanup(struct carp_objmeta *m);
+/* "namespace/name" or "name": the store key. */
+size_t carp_objmeta_key(const struct carp_objmeta *m, char *out, size_t cap);
+
+/* A kind: how to decode, free and describe objects of one resource. */
+struct carp_kind {
+  const char *name;     /* "Pod" */
+  const char *group;    /* "" for core */
+  const char *version;  /* "v1" */
+  const char *resource; /* "pods" */
+  int namespaced;
+  /* Decodes one object; on error returns CARP_EPARSE and *err. */
+  int (*decode)(yajl_val obj, struct carp_objmeta **out, char **err);
+  void (*free)(struct carp_objmeta *obj);
+};
+
+struct carp_objmeta *carp_obj_ref(struct carp_objmeta *m);
+void carp_obj_unref(struct carp_objmeta *m);
+
+/* Parses a Kubernetes timestamp field (RFC 3339) at path, 0 when absent. */
+int carp_json_time(yajl_val v, int64_t *epoch_ms, const char *field);
+
+#endif
