@@ -64,7 +64,8 @@ struct carp_objmeta {
   uint32_t refs;
   const struct carp_kind *kind;
   const char *namespace; /* interned; NULL for cluster-scoped objects */
-  const char *name;      /* these three point into strings[] */
+  const char *key;       /* "namespace/name" or "name": the store key */
+  const char *name;      /* key, name, uid, rv point into strings[] */
   const char *uid;
   const char *resource_version;
   int64_t generation;
@@ -74,7 +75,9 @@ struct carp_objmeta {
   const struct carp_kvset *annotations; /* only keys the kind keeps */
   const struct carp_kvset *finalizers;
   struct carp_owner owner;
-  char *strings; /* "name\0uid\0rv\0" */
+  char *strings; /* "[namespace/]name\0uid\0rv\0" */
+  /* Bookkeeping of the store holding the object (informer/store.c). */
+  uint32_t store_pos[2];
 };
 
 /* Decodes metadata from an object's JSON. keep_annotation, when not NULL,
@@ -84,8 +87,6 @@ int carp_objmeta_decode(yajl_val obj, int (*keep_annotation)(const char *key),
                         struct carp_objmeta *m, char **err);
 /* Releases what carp_objmeta_decode allocated. */
 void carp_objmeta_cleanup(struct carp_objmeta *m);
-/* "namespace/name" or "name": the store key. */
-size_t carp_objmeta_key(const struct carp_objmeta *m, char *out, size_t cap);
 
 /* A kind: how to decode, free and describe objects of one resource. */
 struct carp_kind {

@@ -296,11 +296,16 @@ int carp_objmeta_decode(yajl_val obj, int (*keep_annotation)(const char *key),
   m->namespace = ns && *ns ? carp_interns(ns) : NULL;
 
   carp_buf_init(&strs, CARP_BUF_UNLIMITED);
+  if (m->namespace) {
+    carp_buf_puts(&strs, m->namespace);
+    carp_buf_putc(&strs, '/');
+  }
   carp_buf_append(&strs, name, strlen(name) + 1);
   carp_buf_append(&strs, uid ? uid : "", (uid ? strlen(uid) : 0) + 1);
   carp_buf_append(&strs, rv ? rv : "", (rv ? strlen(rv) : 0) + 1);
   m->strings = carp_buf_steal(&strs, NULL);
-  m->name = m->strings;
+  m->key = m->strings;
+  m->name = m->key + (m->namespace ? strlen(m->namespace) + 1 : 0);
   m->uid = m->name + strlen(m->name) + 1;
   m->resource_version = m->uid + strlen(m->uid) + 1;
   return 0;
@@ -321,16 +326,6 @@ void carp_objmeta_cleanup(struct carp_objmeta *m)
   m->namespace = NULL;
   m->strings = NULL;
   memset(&m->owner, 0, sizeof(m->owner));
-}
-
-size_t carp_objmeta_key(const struct carp_objmeta *m, char *out, size_t cap)
-{
-  int n;
-  if (m->namespace)
-    n = snprintf(out, cap, "%s/%s", m->namespace, m->name);
-  else
-    n = snprintf(out, cap, "%s", m->name);
-  return n < 0 ? 0 : (size_t)n;
 }
 
 struct carp_objmeta *carp_obj_ref(struct carp_objmeta *m)

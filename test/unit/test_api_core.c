@@ -75,7 +75,6 @@ static void test_pod(void **state)
   struct carp_objmeta *m;
   const struct carp_pod *p;
   const struct carp_podspec *s;
-  char key[128];
 
   m = decode(&carp_kind_pod, pod_json, NULL);
   assert_non_null(m);
@@ -85,8 +84,7 @@ static void test_pod(void **state)
   assert_string_equal(m->namespace, "default");
   assert_string_equal(m->uid, "u-1");
   assert_string_equal(m->resource_version, "42");
-  carp_objmeta_key(m, key, sizeof(key));
-  assert_string_equal(key, "default/web-1");
+  assert_string_equal(m->key, "default/web-1");
   assert_string_equal(carp_kvset_get(m->labels, "app"), "web");
   assert_string_equal(carp_kvset_get(m->annotations, CARP_ANN_DO_NOT_DISRUPT),
                       "true");
