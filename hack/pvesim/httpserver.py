@@ -411,6 +411,8 @@ class App:
             self.reply(h, 200, "OK", result, extra=extra)
             return 200, "OK"
         except PveError as e:
+            if e.errors:
+                rec["errors"] = dict(e.errors)
             if e.status == 401:
                 delay = self.faults.bad_token_delay - (time.monotonic() - t0)
                 if delay > 0 and token is None and rec.get("rel") == "/access/ticket":
