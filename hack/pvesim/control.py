@@ -10,7 +10,9 @@ POST /_sim/hosts/{host}/offline?mode=crash|partition
 POST /_sim/hosts/{host}/online
 GET  /_sim/tasks                    every task with status, exitstatus and log
 GET  /_sim/storage                  every volume (storage, node, volid, size, vmid)
-POST /_sim/storage/{node}/{storage}/snippets/{name}   body = file (for cicustom)
+POST /_sim/storage/{node}/{storage}/{content}/{name}[?vmid=N&size=BYTES]
+                                    put a volume there: snippets (body = file, for
+                                    cicustom), iso, or an orphan images volume
 GET  /_sim/stats                    counters
 GET  /_sim/faults, POST /_sim/faults (JSON object of new values)
 GET  /_sim/tokens                   token ids and secrets, fingerprint, url
@@ -119,13 +121,20 @@ class Control:
         if method == "GET" and path == "/_sim/storage":
             return [{"storage": v.storage, "node": v.node, "volid": v.volid, "size": v.size,
                      "vmid": v.vmid, "content": v.content} for v in sim.storage.all_volumes()]
-        m = re.match(r"^/_sim/storage/([^/]+)/([^/]+)/snippets/([^/]+)$", path)
+        m = re.match(r"^/_sim/storage/([^/]+)/([^/]+)/(snippets|iso|images)/([^/]+)$", path)
         if m and method == "POST":
-            node, sid, name = m.groups()
-            if sid not in DEFS or "snippets" not in DEFS[sid].content:
-                raise ValueError("storage %s has no snippets content" % sid)
-            sim.storage.alloc(sid, node, "snippets/" + name, len(body), None, "snippets", body)
-            return {"volid": "%s:snippets/%s" % (sid, name)}
+            node, sid, content, name = m.groups()
+            if sid not in DEFS or content not in DEFS[sid].content:
+                raise ValueError("storage %s has no %s content" % (sid, content))
+            if node not in sim.hosts:
+                raise LookupError("no host %s" % node)
+            volname = name if content == "images" else "%s/%s" % (content, name)
+            vmid = int(q["vmid"]) if q.get("vmid") else None
+            size = int(q.get("size", len(body)))
+            sim.storage.alloc(sid, node, volname, size, vmid, content,
+                              body if content != "images" else None,
+                              "iso" if content == "iso" else "raw")
+            return {"volid": "%s:%s" % (sid, volname)}
         if method == "GET" and path == "/_sim/stats":
             d = dict(sim.stats)
             d["vms"] = len(sim.vms)
