@@ -1,0 +1,149 @@
+/* The Kubernetes REST client: verbs on resource paths, with the API
+ * server's errors decoded from metav1.Status into named codes, a client
+ * side token bucket (--kube-client-qps/--kube-client-burst), and retries
+ * with backoff and jitter (honouring Retry-After) where a retry is safe.
+ *
+ * Retry rules. Reads retry on connection errors, timeouts, 429 and 5xx.
+ * Writes retry only when the server cannot have acted: the connection was
+ * never made, or it answered 429 (or 5xx with Retry-After), which it does
+ * before processing. A caller whose write is safe to repeat anyway (an
+ * update with a resourceVersion, a delete) sets `idempotent`, and then
+ * timeouts and lost connections are retried too.
+ *
+ * Every call takes a callback run exactly once, never from inside the
+ * call itself; the result and its parsed body are valid only during it. */
+#ifndef CARP_KUBE_H
+#define CARP_KUBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+#include <yajl/yajl_tree.h>
+
+#include "carpenter/buf.h"
+#include "carpenter/kubeconfig.h"
+
+struct carp_kube;
+struct carp_kube_op;
+struct carp_metrics;
+
+struct carp_kube_options {
+  const struct carp_kube_config *config; /* copied */
+  double qps;                            /* default 200 */
+  int burst;                             /* default 300 */
+  const char *user_agent;                /* default "carpenter/<version>" */
+  struct carp_metrics *metrics;          /* optional: rest_client_* metrics */
+  int max_attempts;                      /* default 5 */
+  uint64_t timeout_ms; /* per attempt, default 30 s (not for watches) */
+};
+
+/* Where a request goes: /api/v1/... for the core group, else
+ * /apis/<group>/<version>/... */
+struct carp_kube_ref {
+  const char *group; /* "" or NULL for core */
+  const char *version;
+  const char *resource;
+  const char *namespace; /* NULL for cluster-scoped */
+  const char *name;      /* NULL for collections */
+  const char *subresource;
+};
+
+struct carp_kube_result {
+  int err;             /* 0, a CARP_E* code from the Status, or transport */
+  long status;         /* HTTP status (0: no response) */
+  const char *reason;  /* Status reason ("NotFound"), or "" */
+  const char *message; /* Status message, or transport detail, or "" */
+  yajl_val body;       /* parsed JSON body (NULL when none or not JSON) */
+  const char *raw;     /* the body text */
+  size_t raw_len;
+  int attempts;
+};
+
+typedef void (*carp_kube_cb)(const struct carp_kube_result *res, void *arg);
+
+enum carp_kube_patch {
+  CARP_PATCH_MERGE = 0, /* application/merge-patch+json */
+  CARP_PATCH_JSON,      /* application/json-patch+json */
+  CARP_PATCH_STRATEGIC, /* application/strategic-merge-patch+json */
+  CARP_PATCH_APPLY,     /* application/apply-patch+yaml, fieldManager */
+};
+
+struct carp_kube_request {
+  const char *method;
+  const char *path;  /* absolute path, e.g. "/api/v1/nodes" */
+  const char *query; /* without '?', may be NULL */
+  const char *content_type;
+  const char *body;
+  size_t body_len;
+  int idempotent;      /* safe to repeat even if the server may have acted */
+  uint64_t timeout_ms; /* 0: the client's default */
+};
+
+int carp_kube_new(uv_loop_t *loop, const struct carp_kube_options *opts,
+                  struct carp_kube **out);
+/* Cancels every call in flight (callbacks get CARP_ECANCELED), then calls
+ * close_cb once every handle is closed. */
+void carp_kube_close(struct carp_kube *k, void (*close_cb)(void *arg),
+                     void *arg);
+const struct carp_kube_config *carp_kube_config_of(const struct carp_kube *k);
+
+/* Appends the path for ref to out. */
+int carp_kube_path(struct carp_buf *out, const struct carp_kube_ref *ref);
+
+/* The general call; the helpers below build on it. op may be NULL. */
+int carp_kube_call(struct carp_kube *k, const struct carp_kube_request *r,
+                   carp_kube_cb cb, void *arg, struct carp_kube_op **op);
+/* Cancels: the callback runs later with CARP_ECANCELED (unless it ran). */
+void carp_kube_cancel(struct carp_kube_op *op);
+
+int carp_kube_get(struct carp_kube *k, const struct carp_kube_ref *ref,
+                  carp_kube_cb cb, void *arg);
+/* One page of a list. query holds labelSelector, fieldSelector, limit,
+ * continue, resourceVersion as the caller wants them. */
+int carp_kube_list(struct carp_kube *k, const struct carp_kube_ref *ref,
+                   const char *query, carp_kube_cb cb, void *arg);
+int carp_kube_create(struct carp_kube *k, const struct carp_kube_ref *ref,
+                     const char *json, size_t len, carp_kube_cb cb, void *arg);
+/* PUT: json must carry metadata.resourceVersion for optimistic
+ * concurrency; the call is then idempotent. */
+int carp_kube_update(struct carp_kube *k, const struct carp_kube_ref *ref,
+                     const char *json, size_t len, carp_kube_cb cb, void *arg);
+int carp_kube_patch(struct carp_kube *k, const struct carp_kube_ref *ref,
+                    enum carp_kube_patch type, const char *json, size_t len,
+                    int idempotent, carp_kube_cb cb, void *arg);
+
+struct carp_kube_delete_options {
+  const char *uid;              /* precondition, or NULL */
+  const char *resource_version; /* precondition, or NULL */
+  const char *propagation;      /* "Foreground", "Background", "Orphan" */
+  int64_t grace_seconds;        /* -1: the object's default */
+};
+int carp_kube_delete(struct carp_kube *k, const struct carp_kube_ref *ref,
+                     const struct carp_kube_delete_options *o, carp_kube_cb cb,
+                     void *arg);
+/* policy/v1 Eviction of a pod, with its UID as precondition when given. */
+int carp_kube_evict(struct carp_kube *k, const char *namespace,
+                    const char *name, const char *uid, carp_kube_cb cb,
+                    void *arg);
+
+/* A watch: one event per object in the stream. type is "ADDED",
+ * "MODIFIED", "DELETED", "BOOKMARK" or "ERROR"; object is the event's
+ * object (a metav1.Status for ERROR). A negative return from on_event
+ * stops the watch with that code. on_done runs once when the stream ends:
+ * err 0 for a clean end (timeout), else the error. */
+typedef int (*carp_kube_event_cb)(const char *type, yajl_val object, void *arg);
+typedef void (*carp_kube_watch_done_cb)(int err, const char *message,
+                                        void *arg);
+int carp_kube_watch(struct carp_kube *k, const char *path, const char *query,
+                    carp_kube_event_cb on_event,
+                    carp_kube_watch_done_cb on_done, void *arg,
+                    struct carp_kube_op **op);
+
+/* Maps a metav1.Status reason (or, without one, the HTTP status) to a
+ * CARP_E* code. */
+int carp_kube_error_of(long http_status, const char *reason);
+/* Requests made so far (all attempts); for tests and metrics. */
+uint64_t carp_kube_request_count(const struct carp_kube *k);
+
+#endif

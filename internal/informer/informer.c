@@ -1,0 +1,600 @@
+/* informer.c: the reflector loop of an informer (see informer.h).
+ *
+ *   LISTING --all pages--> WATCHING --clean end--> WATCHING (from last RV)
+ *      ^                      |  410 Gone
+ *      +------ BACKOFF <------+  other errors (then rewatch, or relist if
+ *                                 the list itself failed)
+ *
+ * A list is applied to the store page by page as it arrives (so a very
+ * large list never sits in memory twice); keys seen are remembered, and
+ * when the last page is in, every stored object not seen is deleted. */
+#include "carpenter/informer.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "carpenter/alloc.h"
+#include "carpenter/backoff.h"
+#include "carpenter/error.h"
+#include "carpenter/http.h"
+#include "carpenter/json.h"
+#include "carpenter/log.h"
+#include "carpenter/map.h"
+#include "carpenter/rand.h"
+
+#define MAX_HANDLERS 8
+
+enum inf_state {
+  INF_IDLE = 0,
+  INF_LISTING,
+  INF_WATCHING,
+  INF_BACKOFF,
+  INF_CLOSED,
+};
+
+struct carp_informer {
+  uv_loop_t *loop;
+  struct carp_kube *kube;
+  const struct carp_kind *kind;
+  char *namespace;
+  char *label_selector;
+  char *field_selector;
+  unsigned page_size;
+  unsigned min_watch, max_watch;
+  struct carp_store *store;
+  struct carp_informer_handlers handlers[MAX_HANDLERS];
+  int nhandlers;
+  enum inf_state state;
+  int synced;
+  int need_relist;      /* after backoff: list (1) or watch (0) */
+  char *rv;             /* last resourceVersion seen */
+  char *cont;           /* continue token of the list in progress */
+  struct carp_map seen; /* keys seen by the list in progress (borrowed) */
+  char **seen_keys;     /* owned copies of those keys */
+  size_t nseen, capseen;
+  struct carp_kube_op *watch_op;
+  struct carp_kube_op *list_op;
+  int in_flight; /* list page or watch outstanding */
+  uint64_t watch_started;
+  uint64_t watch_events;
+  struct carp_backoff backoff;
+  uv_timer_t timer;
+  int closing;
+  void (*close_cb)(void *arg);
+  void *close_arg;
+  struct carp_informer_stats stats;
+  char *path; /* collection path */
+};
+
+static void start_list(struct carp_informer *inf);
+static void start_watch(struct carp_informer *inf);
+
+static const char *kind_name(const struct carp_informer *inf)
+{
+  return inf->kind->name;
+}
+
+static void set_rv(struct carp_informer *inf, const char *rv)
+{
+  if (!rv || !*rv)
+    return;
+  carp_free(inf->rv);
+  inf->rv = carp_strdup(rv);
+}
+
+/* ---- applying changes ---- */
+
+static void notify_add(struct carp_informer *inf, struct carp_objmeta *obj)
+{
+  int i;
+  for (i = 0; i < inf->nhandlers; i++)
+    if (inf->handlers[i].on_add)
+      inf->handlers[i].on_add(obj, inf->handlers[i].arg);
+}
+
+static void notify_update(struct carp_informer *inf, struct carp_objmeta *old,
+                          struct carp_objmeta *obj)
+{
+  int i;
+  for (i = 0; i < inf->nhandlers; i++)
+    if (inf->handlers[i].on_update)
+      inf->handlers[i].on_update(old, obj, inf->handlers[i].arg);
+}
+
+static void notify_delete(struct carp_informer *inf, struct carp_objmeta *obj)
+{
+  int i;
+  for (i = 0; i < inf->nhandlers; i++)
+    if (inf->handlers[i].on_delete)
+      inf->handlers[i].on_delete(obj, inf->handlers[i].arg);
+}
+
+/* Decodes obj; NULL (logged) when it cannot be. */
+static struct carp_objmeta *decode(struct carp_informer *inf, yajl_val v)
+{
+  struct carp_objmeta *obj = NULL;
+  char *err = NULL;
+  if (inf->kind->decode(v, &obj, &err)) {
+    inf->stats.decode_errors++;
+    CARP_LOG_ERROR(
+        "informer",
+        "cannot decode object, keeping the cache as "
+        "it was",
+        CARP_F_STR("kind", kind_name(inf)),
+        CARP_F_STR("name", carp_json_str(v, "metadata", "name", NULL)),
+        CARP_F_STR("namespace",
+                   carp_json_str(v, "metadata", "namespace", NULL)),
+        CARP_F_STR("problem", err ? err : ""));
+    carp_free(err);
+    return NULL;
+  }
+  return obj;
+}
+
+/* Stores obj (taking its reference) and tells the handlers. */
+static void apply_upsert(struct carp_informer *inf, struct carp_objmeta *obj)
+{
+  struct carp_objmeta *old = carp_store_put(inf->store, obj);
+  if (!old) {
+    notify_add(inf, obj);
+    return;
+  }
+  /* The same version again (a relist of an unchanged object) is no news. */
+  if (!strcmp(old->resource_version, obj->resource_version) &&
+      old->resource_version[0]) {
+    carp_obj_unref(old);
+    return;
+  }
+  notify_update(inf, old, obj);
+  carp_obj_unref(old);
+}
+
+static void apply_delete_key(struct carp_informer *inf, const char *key)
+{
+  struct carp_objmeta *old = carp_store_remove(inf->store, key);
+  if (!old)
+    return;
+  notify_delete(inf, old);
+  carp_obj_unref(old);
+}
+
+/* ---- backoff ---- */
+
+static void on_timer(uv_timer_t *t)
+{
+  struct carp_informer *inf = carp_container_of(t, struct carp_informer, timer);
+  if (inf->closing)
+    return;
+  if (inf->need_relist)
+    start_list(inf);
+  else
+    start_watch(inf);
+}
+
+static void backoff(struct carp_informer *inf, int relist)
+{
+  uint64_t delay = carp_backoff_next(&inf->backoff);
+  inf->state = INF_BACKOFF;
+  inf->need_relist = relist;
+  uv_timer_start(&inf->timer, on_timer, delay, 0);
+}
+
+static void maybe_finish_close(struct carp_informer *inf);
+
+/* ---- list ---- */
+
+static void seen_reset(struct carp_informer *inf)
+{
+  size_t i;
+  for (i = 0; i < inf->nseen; i++)
+    carp_free(inf->seen_keys[i]);
+  inf->nseen = 0;
+  carp_map_free(&inf->seen);
+  carp_map_init(&inf->seen);
+}
+
+static void seen_add(struct carp_informer *inf, const char *key)
+{
+  char *copy;
+  if (carp_map_gets(&inf->seen, key))
+    return;
+  if (inf->nseen == inf->capseen) {
+    inf->capseen = inf->capseen ? inf->capseen * 2 : 64;
+    inf->seen_keys =
+        carp_reallocarray(inf->seen_keys, inf->capseen, sizeof(char *));
+  }
+  copy = carp_strdup(key);
+  inf->seen_keys[inf->nseen++] = copy;
+  carp_map_puts(&inf->seen, copy, copy);
+}
+
+static void finish_list(struct carp_informer *inf)
+{
+  struct carp_store_iter it;
+  struct carp_objmeta *obj;
+  char **gone = NULL;
+  size_t ngone = 0, cap = 0, i;
+  int first = !inf->synced;
+
+  /* Tombstones: what the store holds but the list did not return. */
+  carp_store_iter_init(&it);
+  while ((obj = carp_store_next(inf->store, &it))) {
+    if (carp_map_gets(&inf->seen, obj->key))
+      continue;
+    if (ngone == cap) {
+      cap = cap ? cap * 2 : 16;
+      gone = carp_reallocarray(gone, cap, sizeof(char *));
+    }
+    gone[ngone++] = carp_strdup(obj->key);
+  }
+  for (i = 0; i < ngone; i++) {
+    apply_delete_key(inf, gone[i]);
+    carp_free(gone[i]);
+  }
+  carp_free(gone);
+  seen_reset(inf);
+  inf->stats.lists++;
+  carp_backoff_reset(&inf->backoff);
+  CARP_LOG_DEBUG("informer", "listed", CARP_F_STR("kind", kind_name(inf)),
+                 CARP_F_UINT("objects", carp_store_len(inf->store)),
+                 CARP_F_UINT("deleted", ngone));
+  if (first) {
+    inf->synced = 1;
+    for (i = 0; i < (size_t)inf->nhandlers; i++)
+      if (inf->handlers[i].on_synced)
+        inf->handlers[i].on_synced(inf->handlers[i].arg);
+  }
+  if (!inf->closing)
+    start_watch(inf);
+}
+
+static void on_list_page(const struct carp_kube_result *res, void *arg)
+{
+  struct carp_informer *inf = arg;
+  yajl_val items;
+  const char *cont, *rv;
+  size_t i;
+
+  inf->in_flight = 0;
+  inf->list_op = NULL;
+  if (inf->closing) {
+    maybe_finish_close(inf);
+    return;
+  }
+  if (res->err) {
+    if (res->err == CARP_EGONE && inf->cont) {
+      /* The continue token expired: start the list over. */
+      CARP_LOG_INFO("informer", "list continue token expired, relisting",
+                    CARP_F_STR("kind", kind_name(inf)));
+      CARP_FREE(&inf->cont);
+      seen_reset(inf);
+      start_list(inf);
+      return;
+    }
+    CARP_LOG_WARN("informer", "list failed", CARP_F_STR("kind", kind_name(inf)),
+                  CARP_F_ERR(res->err), CARP_F_STR("message", res->message));
+    CARP_FREE(&inf->cont);
+    seen_reset(inf);
+    backoff(inf, 1);
+    return;
+  }
+  items = carp_json_arr(res->body, "items", NULL);
+  if (!items) {
+    CARP_LOG_WARN("informer", "list answer without items",
+                  CARP_F_STR("kind", kind_name(inf)));
+    CARP_FREE(&inf->cont);
+    seen_reset(inf);
+    backoff(inf, 1);
+    return;
+  }
+  for (i = 0; i < items->u.array.len; i++) {
+    struct carp_objmeta *obj = decode(inf, items->u.array.values[i]);
+    const char *name;
+    if (!obj) {
+      /* Keep whatever the store had for it: mark it seen so the relist
+       * does not delete it. */
+      name = carp_json_str(items->u.array.values[i], "metadata", "name", NULL);
+      if (name) {
+        const char *ns = carp_json_str(items->u.array.values[i], "metadata",
+                                       "namespace", NULL);
+        struct carp_buf key;
+        carp_buf_init(&key, 1024);
+        if (ns && *ns)
+          carp_buf_printf(&key, "%s/", ns);
+        carp_buf_puts(&key, name);
+        seen_add(inf, carp_buf_cstr(&key));
+        carp_buf_free(&key);
+      }
+      continue;
+    }
+    seen_add(inf, obj->key);
+    apply_upsert(inf, obj);
+  }
+  rv = carp_json_str(res->body, "metadata", "resourceVersion", NULL);
+  cont = carp_json_str(res->body, "metadata", "continue", NULL);
+  CARP_FREE(&inf->cont);
+  if (cont && *cont) {
+    inf->cont = carp_strdup(cont);
+    start_list(inf);
+    return;
+  }
+  set_rv(inf, rv);
+  finish_list(inf);
+}
+
+static void add_param(struct carp_buf *q, const char *name, const char *value)
+{
+  if (!value || !*value)
+    return;
+  if (q->len)
+    carp_buf_putc(q, '&');
+  carp_buf_printf(q, "%s=", name);
+  carp_http_escape(q, value);
+}
+
+static void start_list(struct carp_informer *inf)
+{
+  struct carp_buf q;
+  struct carp_kube_request r;
+  char limit[32];
+  int rc;
+
+  inf->state = INF_LISTING;
+  carp_buf_init(&q, 64 * 1024);
+  snprintf(limit, sizeof(limit), "%u", inf->page_size);
+  add_param(&q, "limit", limit);
+  add_param(&q, "continue", inf->cont);
+  add_param(&q, "labelSelector", inf->label_selector);
+  add_param(&q, "fieldSelector", inf->field_selector);
+  memset(&r, 0, sizeof(r));
+  r.method = "GET";
+  r.path = inf->path;
+  r.query = carp_buf_cstr(&q);
+  r.timeout_ms = 120 * 1000;
+  inf->in_flight = 1;
+  rc = carp_kube_call(inf->kube, &r, on_list_page, inf, &inf->list_op);
+  carp_buf_free(&q);
+  if (rc) {
+    inf->in_flight = 0;
+    inf->list_op = NULL;
+    backoff(inf, 1);
+  }
+}
+
+/* ---- watch ---- */
+
+static int on_event(const char *type, yajl_val object, void *arg)
+{
+  struct carp_informer *inf = arg;
+  struct carp_objmeta *obj;
+  if (inf->closing)
+    return CARP_ECANCELED;
+  if (!strcmp(type, "BOOKMARK")) {
+    set_rv(inf, carp_json_str(object, "metadata", "resourceVersion", NULL));
+    return 0;
+  }
+  if (!strcmp(type, "ERROR")) {
+    int64_t code = 0;
+    carp_json_int(object, &code, "code", NULL);
+    CARP_LOG_INFO(
+        "informer", "watch error event", CARP_F_STR("kind", kind_name(inf)),
+        CARP_F_INT("code", code),
+        CARP_F_STR("message", carp_json_str(object, "message", NULL)));
+    return code == 410 ? CARP_EGONE : CARP_EUNAVAIL;
+  }
+  inf->watch_events++;
+  inf->stats.events++;
+  if (!strcmp(type, "DELETED")) {
+    const char *name = carp_json_str(object, "metadata", "name", NULL);
+    const char *ns = carp_json_str(object, "metadata", "namespace", NULL);
+    struct carp_buf key;
+    if (!name)
+      return 0;
+    carp_buf_init(&key, 1024);
+    if (ns && *ns)
+      carp_buf_printf(&key, "%s/", ns);
+    carp_buf_puts(&key, name);
+    apply_delete_key(inf, carp_buf_cstr(&key));
+    carp_buf_free(&key);
+    set_rv(inf, carp_json_str(object, "metadata", "resourceVersion", NULL));
+    return 0;
+  }
+  if (strcmp(type, "ADDED") && strcmp(type, "MODIFIED"))
+    return 0;
+  obj = decode(inf, object);
+  if (obj)
+    apply_upsert(inf, obj);
+  set_rv(inf, carp_json_str(object, "metadata", "resourceVersion", NULL));
+  return 0;
+}
+
+static void on_watch_done(int err, const char *message, void *arg)
+{
+  struct carp_informer *inf = arg;
+  uint64_t lived = uv_now(inf->loop) - inf->watch_started;
+  inf->in_flight = 0;
+  inf->watch_op = NULL;
+  if (inf->closing) {
+    maybe_finish_close(inf);
+    return;
+  }
+  if (err == CARP_EGONE) {
+    CARP_LOG_INFO("informer", "resource version too old, relisting",
+                  CARP_F_STR("kind", kind_name(inf)));
+    start_list(inf);
+    return;
+  }
+  if (err == 0 && (lived >= 1000 || inf->watch_events > 0)) {
+    /* A normal end (the server's timeout): watch again at once. */
+    if (lived > 60 * 1000)
+      carp_backoff_reset(&inf->backoff);
+    start_watch(inf);
+    return;
+  }
+  /* An error, or a watch that closed at once with nothing in it. */
+  CARP_LOG_WARN("informer", "watch ended", CARP_F_STR("kind", kind_name(inf)),
+                CARP_F_ERR(err ? err : CARP_EIO),
+                CARP_F_STR("message", message), CARP_F_UINT("ms", lived));
+  backoff(inf, 0);
+}
+
+static void start_watch(struct carp_informer *inf)
+{
+  struct carp_buf q;
+  char num[32];
+  unsigned span = inf->max_watch - inf->min_watch;
+  unsigned secs =
+      inf->min_watch + (unsigned)carp_rand_below(carp_rand_global(), span + 1);
+  int rc;
+
+  inf->state = INF_WATCHING;
+  carp_buf_init(&q, 64 * 1024);
+  add_param(&q, "watch", "true");
+  add_param(&q, "allowWatchBookmarks", "true");
+  snprintf(num, sizeof(num), "%u", secs);
+  add_param(&q, "timeoutSeconds", num);
+  add_param(&q, "resourceVersion", inf->rv);
+  add_param(&q, "labelSelector", inf->label_selector);
+  add_param(&q, "fieldSelector", inf->field_selector);
+  inf->watch_started = uv_now(inf->loop);
+  inf->watch_events = 0;
+  inf->in_flight = 1;
+  inf->stats.watches++;
+  rc = carp_kube_watch(inf->kube, inf->path, carp_buf_cstr(&q), on_event,
+                       on_watch_done, inf, &inf->watch_op);
+  carp_buf_free(&q);
+  if (rc) {
+    inf->in_flight = 0;
+    inf->watch_op = NULL;
+    backoff(inf, 0);
+  }
+}
+
+/* ---- lifecycle ---- */
+
+int carp_informer_new(uv_loop_t *loop, struct carp_kube *kube,
+                      const struct carp_informer_options *o,
+                      struct carp_informer **out)
+{
+  struct carp_informer *inf;
+  struct carp_buf path;
+  struct carp_kube_ref ref;
+  if (!loop || !kube || !o || !o->kind || !out)
+    return CARP_EINVAL;
+  inf = CARP_NEW(struct carp_informer);
+  inf->loop = loop;
+  inf->kube = kube;
+  inf->kind = o->kind;
+  inf->namespace = carp_strdup(o->namespace);
+  inf->label_selector = carp_strdup(o->label_selector);
+  inf->field_selector = carp_strdup(o->field_selector);
+  inf->page_size = o->page_size ? o->page_size : 500;
+  inf->min_watch = o->min_watch_seconds ? o->min_watch_seconds : 300;
+  inf->max_watch = o->max_watch_seconds ? o->max_watch_seconds : 600;
+  if (inf->max_watch < inf->min_watch)
+    inf->max_watch = inf->min_watch;
+  inf->store = carp_store_new(o->kind);
+  carp_map_init(&inf->seen);
+  carp_backoff_init(&inf->backoff, 800, 30 * 1000, 2.0, 0.5);
+  memset(&ref, 0, sizeof(ref));
+  ref.group = o->kind->group;
+  ref.version = o->kind->version;
+  ref.resource = o->kind->resource;
+  ref.namespace = o->namespace;
+  carp_buf_init(&path, 4096);
+  carp_kube_path(&path, &ref);
+  inf->path = carp_buf_steal(&path, NULL);
+  uv_timer_init(loop, &inf->timer);
+  *out = inf;
+  return 0;
+}
+
+int carp_informer_add_handlers(struct carp_informer *inf,
+                               const struct carp_informer_handlers *h)
+{
+  if (inf->nhandlers == MAX_HANDLERS || inf->state != INF_IDLE)
+    return CARP_EINVAL;
+  inf->handlers[inf->nhandlers++] = *h;
+  return 0;
+}
+
+int carp_informer_add_index(struct carp_informer *inf, carp_store_index_fn fn)
+{
+  if (inf->state != INF_IDLE)
+    return CARP_EINVAL;
+  return carp_store_add_index(inf->store, fn);
+}
+
+int carp_informer_start(struct carp_informer *inf)
+{
+  if (inf->state != INF_IDLE)
+    return CARP_EINVAL;
+  start_list(inf);
+  return 0;
+}
+
+int carp_informer_synced(const struct carp_informer *inf)
+{
+  return inf->synced;
+}
+
+struct carp_store *carp_informer_store(struct carp_informer *inf)
+{
+  return inf->store;
+}
+
+const struct carp_kind *carp_informer_kind(const struct carp_informer *inf)
+{
+  return inf->kind;
+}
+
+void carp_informer_stats(const struct carp_informer *inf,
+                         struct carp_informer_stats *out)
+{
+  *out = inf->stats;
+}
+
+static void on_timer_closed(uv_handle_t *h)
+{
+  struct carp_informer *inf =
+      carp_container_of((uv_timer_t *)h, struct carp_informer, timer);
+  void (*cb)(void *) = inf->close_cb;
+  void *arg = inf->close_arg;
+  seen_reset(inf);
+  carp_free(inf->seen_keys);
+  carp_store_free(inf->store);
+  carp_free(inf->namespace);
+  carp_free(inf->label_selector);
+  carp_free(inf->field_selector);
+  carp_free(inf->rv);
+  carp_free(inf->cont);
+  carp_free(inf->path);
+  carp_free(inf);
+  if (cb)
+    cb(arg);
+}
+
+static void maybe_finish_close(struct carp_informer *inf)
+{
+  if (!inf->closing || inf->in_flight || inf->state == INF_CLOSED)
+    return;
+  inf->state = INF_CLOSED;
+  uv_close((uv_handle_t *)&inf->timer, on_timer_closed);
+}
+
+void carp_informer_close(struct carp_informer *inf, void (*close_cb)(void *arg),
+                         void *arg)
+{
+  if (!inf || inf->closing)
+    return;
+  inf->closing = 1;
+  inf->close_cb = close_cb;
+  inf->close_arg = arg;
+  uv_timer_stop(&inf->timer);
+  if (inf->watch_op)
+    carp_kube_cancel(inf->watch_op);
+  if (inf->list_op)
+    carp_kube_cancel(inf->list_op);
+  /* Their callbacks (with CARP_ECANCELED) finish the close. */
+  maybe_finish_close(inf);
+}

@@ -1,0 +1,93 @@
+/* Private structures of the Kubernetes REST client (client.c, watch.c). */
+#ifndef CARP_KUBE_CLIENT_INT_H
+#define CARP_KUBE_CLIENT_INT_H
+
+#include <time.h>
+
+#include "carpenter/backoff.h"
+#include "carpenter/framer.h"
+#include "carpenter/http.h"
+#include "carpenter/kube.h"
+
+enum op_state {
+  OP_WAIT_RATE = 0, /* queued for a token of the rate limiter */
+  OP_IN_FLIGHT,
+  OP_WAIT_RETRY,
+  OP_DELIVERING, /* the result is being handed over on the next tick */
+  OP_DONE,
+};
+
+struct carp_kube_op {
+  struct carp_kube *k;
+  enum op_state state;
+  char *method;
+  char *url;
+  char *content_type;
+  char *body;
+  size_t body_len;
+  int idempotent;
+  int is_read;
+  uint64_t timeout_ms;
+  int attempts;
+  int retried_auth;
+  struct carp_backoff backoff;
+  uv_timer_t timer;
+  struct carp_http_request *req;
+  carp_kube_cb cb;
+  void *arg;
+  uint64_t started_ms;
+  int cancelled;
+  /* Watch streams. */
+  int watch;
+  struct carp_framer framer;
+  struct carp_buf errbody;
+  long watch_status;
+  int watch_err;
+  carp_kube_event_cb on_event;
+  carp_kube_watch_done_cb on_watch_done;
+  /* Result held for deferred delivery (cancel and early errors). */
+  int pending_err;
+  /* Lists. */
+  struct carp_kube_op *rate_next;
+  struct carp_kube_op *prev, *next;
+};
+
+struct carp_kube {
+  uv_loop_t *loop;
+  struct carp_http_client *http;
+  struct carp_kube_config cfg;
+  char *host; /* for metric labels */
+  char *auth; /* "Bearer <token>" or NULL */
+  struct timespec token_mtime;
+  uint64_t token_checked_ms;
+  double qps;
+  int burst;
+  double tokens;
+  uint64_t tokens_at;
+  uv_timer_t rate_timer;
+  struct carp_kube_op *rate_head, *rate_tail;
+  struct carp_kube_op *ops;
+  int max_attempts;
+  uint64_t timeout_ms;
+  uint64_t nrequests;
+  int closing;
+  int handles;
+  void (*close_cb)(void *arg);
+  void *close_arg;
+  struct carp_metric *m_requests;
+  struct carp_metric *m_duration;
+};
+
+/* client.c */
+struct carp_kube_op *carp__kube_op_new(struct carp_kube *k, const char *method,
+                                       const char *path, const char *query);
+void carp__kube_op_enqueue(struct carp_kube_op *op);
+void carp__kube_op_finish(struct carp_kube_op *op);
+int carp__kube_headers(struct carp_kube_op *op, struct carp_http_header *h,
+                       size_t cap);
+void carp__kube_count(struct carp_kube_op *op, long status);
+/* watch.c */
+int carp__kube_watch_send(struct carp_kube_op *op);
+void carp__kube_watch_deliver_error(struct carp_kube_op *op, int err);
+
+#endif
