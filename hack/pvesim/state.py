@@ -1363,7 +1363,7 @@ class Sim:
             task.log("Removed volume '%s'" % volid)
             return 0
 
-        task = self.tasks.start(node, "imgdel", volid, user, body)
+        task = self.tasks.start(node, "imgdel", "", user, body)
         if p.get("delay"):
             deadline = time.monotonic() + int(p["delay"])
             while task.status == "running" and time.monotonic() < deadline:
