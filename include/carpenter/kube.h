@@ -78,6 +78,7 @@ struct carp_kube_request {
   size_t body_len;
   int idempotent;      /* safe to repeat even if the server may have acted */
   uint64_t timeout_ms; /* 0: the client's default */
+  int ungated;         /* not subject to the write gate (leader election) */
 };
 
 int carp_kube_new(uv_loop_t *loop, const struct carp_kube_options *opts,
@@ -139,6 +140,14 @@ int carp_kube_watch(struct carp_kube *k, const char *path, const char *query,
                     carp_kube_event_cb on_event,
                     carp_kube_watch_done_cb on_done, void *arg,
                     struct carp_kube_op **op);
+
+/* The write gate: when set, every request other than GET asks it first,
+ * on each attempt, and fails with CARP_ENOTLEADER when it says no. Leader
+ * election sets it so that a replica that is not (or may no longer be)
+ * the leader cannot write, whatever code path tries. */
+typedef int (*carp_kube_gate_cb)(void *arg);
+void carp_kube_set_write_gate(struct carp_kube *k, carp_kube_gate_cb gate,
+                              void *arg);
 
 /* Maps a metav1.Status reason (or, without one, the HTTP status) to a
  * CARP_E* code. */

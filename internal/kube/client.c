@@ -476,6 +476,12 @@ static void send_op(struct carp_kube_op *op)
   struct carp_http_header h[4];
   struct carp_http_request_options o;
   int n, rc;
+  if (!op->is_read && !op->ungated && op->k->gate &&
+      !op->k->gate(op->k->gate_arg)) {
+    deliver(op, CARP_ENOTLEADER, 0, NULL,
+            "not the leader: write refused before sending", NULL, NULL, 0);
+    return;
+  }
   if (op->watch) {
     rc = carp__kube_watch_send(op);
     if (rc)
@@ -538,6 +544,7 @@ int carp_kube_call(struct carp_kube *k, const struct carp_kube_request *r,
   op->cb = cb;
   op->arg = arg;
   op->idempotent = r->idempotent;
+  op->ungated = r->ungated;
   if (r->timeout_ms)
     op->timeout_ms = r->timeout_ms;
   if (r->content_type)
@@ -828,6 +835,13 @@ void carp_kube_close(struct carp_kube *k, void (*close_cb)(void *arg),
   /* In-flight requests get their ECANCELED from the HTTP client as it
    * closes; the rate timer closes after it. */
   carp_http_client_close(k->http, on_http_closed, k);
+}
+
+void carp_kube_set_write_gate(struct carp_kube *k, carp_kube_gate_cb gate,
+                              void *arg)
+{
+  k->gate = gate;
+  k->gate_arg = arg;
 }
 
 const struct carp_kube_config *carp_kube_config_of(const struct carp_kube *k)

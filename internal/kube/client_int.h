@@ -27,6 +27,7 @@ struct carp_kube_op {
   size_t body_len;
   int idempotent;
   int is_read;
+  int ungated;
   uint64_t timeout_ms;
   int attempts;
   int retried_auth;
@@ -70,6 +71,8 @@ struct carp_kube {
   int max_attempts;
   uint64_t timeout_ms;
   uint64_t nrequests;
+  carp_kube_gate_cb gate;
+  void *gate_arg;
   int closing;
   int handles;
   void (*close_cb)(void *arg);
