@@ -1,0 +1,438 @@
+/* app.c: wiring. Builds the modules in dependency order, starts them, and
+ * stops them in reverse: controllers first, then what they use (leader
+ * election releases its lease, informers stop watching, the event recorder
+ * drains), and only then the Kubernetes client they all share. SIGTERM or
+ * SIGINT starts that shutdown; a hard deadline of five seconds ends the
+ * process if some piece hangs. Losing leadership also stops everything,
+ * with exit code 1, so Kubernetes restarts the replica as a follower. */
+#include "app.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "carpenter/alloc.h"
+#include "carpenter/api.h"
+#include "carpenter/error.h"
+#include "carpenter/events.h"
+#include "carpenter/health.h"
+#include "carpenter/http.h"
+#include "carpenter/informer.h"
+#include "carpenter/json.h"
+#include "carpenter/kube.h"
+#include "carpenter/kubeconfig.h"
+#include "carpenter/leader.h"
+#include "carpenter/log.h"
+#include "carpenter/metrics.h"
+#include "carpenter/server.h"
+#include "carpenter/version.h"
+
+#define SHUTDOWN_DEADLINE_MS 5000
+#define CRD_CHECK_MS         10000
+#define MAX_INFORMERS        8
+
+struct app {
+  const struct carp_options *opts;
+  uv_loop_t loop;
+  uv_signal_t sigterm;
+  uv_signal_t sigint;
+  uv_timer_t deadline;
+  uv_timer_t crd_timer;
+  struct carp_metrics *metrics;
+  struct carp_health *health;
+  struct carp_server *metrics_server;
+  struct carp_server *health_server;
+  struct carp_kube_config kcfg;
+  struct carp_kube *kube;
+  struct carp_informer *informers[MAX_INFORMERS];
+  int ninformers;
+  struct carp_leader *leader;
+  char *lease_namespace;
+  struct carp_recorder *recorder;
+  int crds_present;
+  int crd_check_busy;
+  int stopping;
+  int exit_code;
+  int closing_users; /* modules still closing before the kube client */
+  struct carp_metric *m_synced;
+};
+
+/* ---- shutdown ---- */
+
+static void on_deadline(uv_timer_t *t)
+{
+  CARP_LOG_ERROR("main", "shutdown did not finish in time, exiting",
+                 CARP_F_DURATION("deadline", SHUTDOWN_DEADLINE_MS));
+  carp_log_flush();
+  _exit(1);
+}
+
+static void on_kube_closed(void *arg)
+{
+  (void)arg;
+}
+
+static void on_user_closed(void *arg)
+{
+  struct app *a = arg;
+  if (--a->closing_users > 0)
+    return;
+  if (a->kube)
+    carp_kube_close(a->kube, on_kube_closed, a);
+  a->kube = NULL;
+}
+
+static void app_stop(struct app *a, int exit_code)
+{
+  int i;
+  if (a->stopping)
+    return;
+  a->stopping = 1;
+  a->exit_code = exit_code;
+  uv_timer_start(&a->deadline, on_deadline, SHUTDOWN_DEADLINE_MS, 0);
+  uv_unref((uv_handle_t *)&a->deadline);
+  uv_timer_stop(&a->crd_timer);
+
+  /* Everything that uses the Kubernetes client closes first. */
+  a->closing_users = 1; /* held until every close below is started */
+  if (a->leader) {
+    a->closing_users++;
+    carp_leader_close(a->leader, on_user_closed, a);
+  }
+  for (i = 0; i < a->ninformers; i++) {
+    a->closing_users++;
+    carp_informer_close(a->informers[i], on_user_closed, a);
+  }
+  if (a->recorder) {
+    a->closing_users++;
+    carp_recorder_close(a->recorder, on_user_closed, a);
+  }
+  on_user_closed(a);
+
+  if (a->metrics_server)
+    carp_server_close(a->metrics_server, NULL, NULL);
+  if (a->health_server)
+    carp_server_close(a->health_server, NULL, NULL);
+  a->metrics_server = a->health_server = NULL;
+  uv_close((uv_handle_t *)&a->sigterm, NULL);
+  uv_close((uv_handle_t *)&a->sigint, NULL);
+  uv_close((uv_handle_t *)&a->deadline, NULL);
+  uv_close((uv_handle_t *)&a->crd_timer, NULL);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+  struct app *a = s->data;
+  CARP_LOG_INFO("main", "shutting down",
+                CARP_F_STR("signal", signum == SIGTERM ? "SIGTERM" : "SIGINT"));
+  app_stop(a, 0);
+}
+
+/* ---- readiness ---- */
+
+static int check_synced(void *arg, struct carp_buf *why)
+{
+  struct app *a = arg;
+  int i, ok = 1;
+  for (i = 0; i < a->ninformers; i++) {
+    if (!carp_informer_synced(a->informers[i])) {
+      carp_buf_printf(why, "%s%s", ok ? "not synced: " : ", ",
+                      carp_informer_kind(a->informers[i])->name);
+      ok = 0;
+    }
+  }
+  carp_metric_set(a->m_synced, NULL, ok);
+  return ok;
+}
+
+static int check_crds(void *arg, struct carp_buf *why)
+{
+  struct app *a = arg;
+  if (!a->crds_present)
+    carp_buf_puts(why, "the karpenter.sh/v1 NodePool and NodeClaim CRDs "
+                       "are not installed");
+  return a->crds_present;
+}
+
+static int has_resource(yajl_val body, const char *name)
+{
+  yajl_val list = carp_json_arr(body, "resources", NULL);
+  size_t i;
+  for (i = 0; list && i < list->u.array.len; i++) {
+    const char *n = carp_json_str(list->u.array.values[i], "name", NULL);
+    if (n && !strcmp(n, name))
+      return 1;
+  }
+  return 0;
+}
+
+static void on_crd_discovery(const struct carp_kube_result *res, void *arg)
+{
+  struct app *a = arg;
+  int present = !res->err && has_resource(res->body, "nodepools") &&
+                has_resource(res->body, "nodeclaims");
+  a->crd_check_busy = 0;
+  if (present != a->crds_present)
+    CARP_LOG_INFO("main",
+                  present ? "karpenter.sh/v1 CRDs found"
+                          : "karpenter.sh/v1 CRDs not found",
+                  CARP_F_ERR(res->err));
+  a->crds_present = present;
+}
+
+static void on_crd_timer(uv_timer_t *t)
+{
+  struct app *a = t->data;
+  struct carp_kube_request r;
+  if (a->stopping || a->crd_check_busy || !a->kube)
+    return;
+  memset(&r, 0, sizeof(r));
+  r.method = "GET";
+  r.path = "/apis/karpenter.sh/v1";
+  a->crd_check_busy = 1;
+  if (carp_kube_call(a->kube, &r, on_crd_discovery, a, NULL))
+    a->crd_check_busy = 0;
+}
+
+/* ---- leadership ---- */
+
+static void on_started_leading(void *arg)
+{
+  struct app *a = arg;
+  struct carp_event_target t = {.api_version = "coordination.k8s.io/v1",
+                                .kind = "Lease",
+                                .namespace = a->lease_namespace,
+                                .name = a->opts->leader_election_name,
+                                .uid = NULL};
+  /* As client-go's leader election does, say so on the Lease. */
+  carp_recorder_event(a->recorder, &t, CARP_EVENT_NORMAL, "LeaderElection",
+                      "%s became leader", carp_leader_identity(a->leader));
+}
+
+static void on_stopped_leading(void *arg)
+{
+  struct app *a = arg;
+  CARP_LOG_ERROR("main", "leadership lost; stopping so the replica restarts "
+                         "as a follower");
+  app_stop(a, 1);
+}
+
+/* ---- start-up ---- */
+
+static int start_servers(struct app *a)
+{
+  struct carp_server_options so = {.port = a->opts->metrics_port,
+                                   .name = "metrics"};
+  int rc, shared = a->opts->metrics_port == a->opts->health_probe_port &&
+                   a->opts->metrics_port != 0;
+
+  rc = carp_server_new(&a->loop, &so, &a->metrics_server);
+  if (!rc)
+    rc = carp_metrics_serve(a->metrics, a->metrics_server);
+  if (!rc && shared)
+    rc = carp_health_install(a->health, a->metrics_server);
+  if (!rc)
+    rc = carp_server_start(a->metrics_server);
+  if (rc || shared)
+    return rc;
+  so.port = a->opts->health_probe_port;
+  so.name = "health";
+  rc = carp_server_new(&a->loop, &so, &a->health_server);
+  if (!rc)
+    rc = carp_health_install(a->health, a->health_server);
+  if (!rc)
+    rc = carp_server_start(a->health_server);
+  return rc;
+}
+
+static int load_kube_config(struct app *a)
+{
+  char *err = NULL;
+  int rc;
+  if (a->opts->kubeconfig)
+    rc = carp_kube_config_load(a->opts->kubeconfig, a->opts->kube_context,
+                               &a->kcfg, &err);
+  else
+    rc = carp_kube_config_incluster(NULL, &a->kcfg, &err);
+  if (rc) {
+    CARP_LOG_ERROR("main", "invalid Kubernetes client configuration",
+                   CARP_F_STR("problem", err ? err : carp_strerror(rc)));
+    carp_free(err);
+    return rc;
+  }
+  CARP_LOG_INFO("main", "Kubernetes API server",
+                CARP_F_STR("server", a->kcfg.server),
+                CARP_F_STR("context", a->kcfg.context));
+  return 0;
+}
+
+static const char *pod_node_index(const struct carp_objmeta *m)
+{
+  return ((const struct carp_pod *)m)->node_name;
+}
+
+static const char *node_provider_index(const struct carp_objmeta *m)
+{
+  return ((const struct carp_node *)m)->provider_id;
+}
+
+static int add_informer(struct app *a, const struct carp_kind *kind,
+                        carp_store_index_fn index)
+{
+  struct carp_informer_options io;
+  struct carp_informer *inf;
+  int rc;
+  memset(&io, 0, sizeof(io));
+  io.kind = kind;
+  rc = carp_informer_new(&a->loop, a->kube, &io, &inf);
+  if (rc)
+    return rc;
+  if (index)
+    carp_informer_add_index(inf, index);
+  a->informers[a->ninformers++] = inf;
+  return 0;
+}
+
+static int start_kube(struct app *a)
+{
+  struct carp_kube_options ko;
+  struct carp_recorder_options ro;
+  const char *ns;
+  int rc, i;
+
+  memset(&ko, 0, sizeof(ko));
+  ko.config = &a->kcfg;
+  ko.qps = a->opts->kube_client_qps;
+  ko.burst = a->opts->kube_client_burst;
+  ko.metrics = a->metrics;
+  rc = carp_kube_new(&a->loop, &ko, &a->kube);
+  if (rc) {
+    CARP_LOG_ERROR("main", "cannot create the Kubernetes client",
+                   CARP_F_ERR(rc));
+    return rc;
+  }
+  if ((rc = add_informer(a, &carp_kind_pod, pod_node_index)) ||
+      (rc = add_informer(a, &carp_kind_node, node_provider_index)) ||
+      (rc = add_informer(a, &carp_kind_pdb, NULL)) ||
+      (rc = add_informer(a, &carp_kind_daemonset, NULL)))
+    return rc;
+  for (i = 0; i < a->ninformers; i++)
+    carp_informer_start(a->informers[i]);
+
+  memset(&ro, 0, sizeof(ro));
+  ro.metrics = a->metrics;
+  rc = carp_recorder_new(&a->loop, a->kube, &ro, &a->recorder);
+  if (rc)
+    return rc;
+
+  uv_timer_start(&a->crd_timer, on_crd_timer, 0, CRD_CHECK_MS);
+
+  if (!a->opts->leader_elect) {
+    CARP_LOG_INFO("main", "leader election disabled: acting as the only "
+                          "replica");
+    return 0;
+  }
+  ns = a->opts->leader_election_namespace;
+  if (!ns)
+    ns = getenv("POD_NAMESPACE");
+  if (!ns)
+    ns = a->kcfg.namespace;
+  if (!ns)
+    ns = "default";
+  a->lease_namespace = carp_strdup(ns);
+  {
+    struct carp_leader_options lo;
+    memset(&lo, 0, sizeof(lo));
+    lo.namespace = ns;
+    lo.name = a->opts->leader_election_name;
+    lo.on_started_leading = on_started_leading;
+    lo.on_stopped_leading = on_stopped_leading;
+    lo.arg = a;
+    lo.metrics = a->metrics;
+    rc = carp_leader_new(&a->loop, a->kube, &lo, &a->leader);
+    if (!rc)
+      rc = carp_leader_start(a->leader);
+  }
+  return rc;
+}
+
+static int app_init(struct app *a)
+{
+  int rc;
+  a->metrics = carp_metrics_new();
+  carp_metrics_register_process(a->metrics);
+  a->m_synced = carp_metrics_gauge(
+      a->metrics, "karpenter_cluster_state_synced",
+      "Returns 1 if cluster state is synced and 0 otherwise. Synced checks "
+      "that nodeclaims and nodes that are stored in the APIServer have the "
+      "same representation as Karpenter's cluster state",
+      NULL);
+  a->health = carp_health_new();
+  carp_health_add_check(a->health, "informers-synced", check_synced, a);
+  carp_health_add_check(a->health, "crds", check_crds, a);
+
+  uv_signal_init(&a->loop, &a->sigterm);
+  uv_signal_init(&a->loop, &a->sigint);
+  uv_timer_init(&a->loop, &a->deadline);
+  uv_timer_init(&a->loop, &a->crd_timer);
+  a->crd_timer.data = a;
+  a->sigterm.data = a->sigint.data = a;
+  rc = uv_signal_start(&a->sigterm, on_signal, SIGTERM);
+  if (!rc)
+    rc = uv_signal_start(&a->sigint, on_signal, SIGINT);
+  if (!rc)
+    rc = start_servers(a);
+  if (!rc)
+    rc = start_kube(a);
+  return rc;
+}
+
+int carp_app_run(const struct carp_options *opts)
+{
+  struct app *a = CARP_NEW(struct app);
+  int rc, code;
+
+  a->opts = opts;
+  signal(SIGPIPE, SIG_IGN);
+  rc = carp_http_global_init();
+  if (rc) {
+    CARP_LOG_ERROR("main", "cannot initialise libcurl", CARP_F_ERR(rc));
+    carp_free(a);
+    return 1;
+  }
+  if (load_kube_config(a)) {
+    carp_free(a);
+    return 2;
+  }
+  rc = uv_loop_init(&a->loop);
+  if (rc) {
+    carp_kube_config_free(&a->kcfg);
+    carp_free(a);
+    return 1;
+  }
+  rc = app_init(a);
+  if (rc) {
+    CARP_LOG_ERROR("main", "cannot start", CARP_F_ERR(rc));
+    app_stop(a, 1);
+  }
+  uv_run(&a->loop, UV_RUN_DEFAULT);
+  /* Anything still open here is a bug in a module's close path: say so
+   * rather than hang or leak silently. */
+  rc = uv_loop_close(&a->loop);
+  if (rc) {
+    CARP_LOG_ERROR("main", "handles left open at exit", CARP_F_ERR(rc));
+    if (!a->exit_code)
+      a->exit_code = 1;
+  }
+  carp_health_free(a->health);
+  carp_metrics_free(a->metrics);
+  carp_kube_config_free(&a->kcfg);
+  carp_free(a->lease_namespace);
+  code = a->exit_code;
+  carp_free(a);
+  carp_http_global_cleanup();
+  return code;
+}
