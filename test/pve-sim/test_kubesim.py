@@ -31,6 +31,8 @@ def kube_sim_cmd(tmp):
         return None, None
     if "--kubelet" in helptext:
         cmd += ["--kubelet"]
+    if "--tls" in helptext:
+        cmd += ["--tls"]     # kubectl sends no bearer token over plain http
     return cmd, kc
 
 
@@ -44,14 +46,18 @@ class KubeSim(unittest.TestCase):
         cmd, cls.kubeconfig = kube_sim_cmd(cls.tmp)
         if cmd is None:
             raise unittest.SkipTest("hack/kube-sim --help shows no kubeconfig output flag")
-        cls.kproc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True)
+        cls.kout = open(os.path.join(cls.tmp, "kube-sim.out"), "w+")
+        cls.kproc = subprocess.Popen(cmd, stdout=cls.kout, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
-        while not os.path.exists(cls.kubeconfig) and time.monotonic() < deadline:
-            if cls.kproc.poll() is not None:
-                raise RuntimeError("kube-sim exited: %s" % cls.kproc.stdout.read())
+        while True:
+            with open(cls.kout.name) as f:
+                text = f.read()
+            if re.search(r"ready\s+\S+", text) and os.path.exists(cls.kubeconfig):
+                break
+            if cls.kproc.poll() is not None or time.monotonic() > deadline:
+                cls.kproc.kill()
+                raise RuntimeError("kube-sim did not start: %r" % text)
             time.sleep(0.1)
-        time.sleep(0.3)
         cls.sim = Sim("--kubeconfig", cls.kubeconfig, "--heartbeat-seconds", "0.5")
 
     @classmethod
@@ -62,7 +68,8 @@ class KubeSim(unittest.TestCase):
             cls.kproc.wait(5)
         except subprocess.TimeoutExpired:
             cls.kproc.kill()
-        cls.kproc.stdout.close()
+            cls.kproc.wait()
+        cls.kout.close()
 
     def kubectl(self, *args):
         r = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig] + list(args),
