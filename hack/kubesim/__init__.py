@@ -1,0 +1,3 @@
+"""kube-sim: a Kubernetes API server stand-in for Carpenter's tests.
+
+Standard library only.  See docs/kube-sim.md and `hack/kube-sim --help`."""

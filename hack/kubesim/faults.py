@@ -1,0 +1,57 @@
+"""Fault injection for resilience tests: random 500s and 429s, delays,
+watches that end early, periodic history compaction.  Settings can be
+changed at run time through POST /_sim/faults."""
+
+import random
+import re
+import threading
+
+
+class Faults:
+    def __init__(self, error_500=0.0, error_429=0.0, retry_after=1, delay_ms=0, watch_end=0.0, compact_every=0.0,
+                 match=None, seed=None):
+        self.lock = threading.Lock()
+        self.error_500 = error_500
+        self.error_429 = error_429
+        self.retry_after = retry_after
+        self.delay_ms = delay_ms
+        self.watch_end = watch_end
+        self.compact_every = compact_every
+        self.match = match
+        self._match_re = re.compile(match) if match else None
+        self.rand = random.Random(seed)
+        self.injected = {"500": 0, "429": 0}
+
+    def to_json(self):
+        return {"error500": self.error_500, "error429": self.error_429, "retryAfter": self.retry_after,
+                "delayMs": self.delay_ms, "watchEndSeconds": self.watch_end, "compactEverySeconds": self.compact_every,
+                "match": self.match or "", "injected": dict(self.injected)}
+
+    def update(self, d):
+        with self.lock:
+            for key, attr, typ in (("error500", "error_500", float), ("error429", "error_429", float),
+                                   ("retryAfter", "retry_after", int), ("delayMs", "delay_ms", int),
+                                   ("watchEndSeconds", "watch_end", float),
+                                   ("compactEverySeconds", "compact_every", float)):
+                if key in d:
+                    setattr(self, attr, typ(d[key]))
+            if "match" in d:
+                self.match = d["match"] or None
+                self._match_re = re.compile(self.match) if self.match else None
+
+    def applies(self, path):
+        return self._match_re is None or bool(self._match_re.search(path))
+
+    def pick(self, path):
+        """None, '500' or '429' for this request."""
+        if not self.applies(path):
+            return None
+        with self.lock:
+            r = self.rand.random()
+            if r < self.error_500:
+                self.injected["500"] += 1
+                return "500"
+            if r < self.error_500 + self.error_429:
+                self.injected["429"] += 1
+                return "429"
+        return None

@@ -1,0 +1,244 @@
+"""OpenAPI documents for kubectl: /openapi/v3 (index and one document per
+group/version) and a JSON /openapi/v2.  Custom resources carry their CRD
+schema (so `kubectl explain` works); built-in kinds get a small schema.
+PATCH operations list the fieldValidation parameter (kubectl then leaves
+field validation to the server) and, for built-in kinds, no strategic
+merge patch media type, so that kubectl computes strategic merge patches
+from its compiled-in types."""
+
+import hashlib
+import json
+
+from .resources import VIRTUAL
+
+OBJECT_META_REF = "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+_OBJECT_META = {
+    "description": "ObjectMeta is metadata that all persisted resources must have, which includes all objects "
+                   "users must create.",
+    "type": "object",
+    "properties": {
+        "annotations": {"description": "Annotations is an unstructured key value map stored with a resource that "
+                                       "may be set by external tools to store and retrieve arbitrary metadata.",
+                        "type": "object", "additionalProperties": {"type": "string", "default": ""}},
+        "creationTimestamp": {"description": "CreationTimestamp is a timestamp representing the server time when "
+                                             "this object was created.", "type": "string", "format": "date-time"},
+        "deletionGracePeriodSeconds": {"description": "Number of seconds allowed for this object to gracefully "
+                                                      "terminate before it will be removed from the system.",
+                                       "type": "integer", "format": "int64"},
+        "deletionTimestamp": {"description": "DeletionTimestamp is RFC 3339 date and time at which this resource "
+                                             "will be deleted.", "type": "string", "format": "date-time"},
+        "finalizers": {"description": "Must be empty before the object is deleted from the registry.",
+                       "type": "array", "items": {"type": "string", "default": ""},
+                       "x-kubernetes-list-type": "set", "x-kubernetes-patch-strategy": "merge"},
+        "generateName": {"description": "GenerateName is an optional prefix, used by the server, to generate a "
+                                        "unique name ONLY IF the Name field has not been provided.", "type": "string"},
+        "generation": {"description": "A sequence number representing a specific generation of the desired state.",
+                       "type": "integer", "format": "int64"},
+        "labels": {"description": "Map of string keys and values that can be used to organize and categorize "
+                                  "(scope and select) objects.", "type": "object",
+                   "additionalProperties": {"type": "string", "default": ""}},
+        "managedFields": {"description": "ManagedFields maps workflow-id and version to the set of fields that are "
+                                         "managed by that workflow.", "type": "array",
+                          "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                          "x-kubernetes-list-type": "atomic"},
+        "name": {"description": "Name must be unique within a namespace.", "type": "string"},
+        "namespace": {"description": "Namespace defines the space within which each name must be unique.",
+                      "type": "string"},
+        "ownerReferences": {"description": "List of objects depended by this object.", "type": "array",
+                            "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                            "x-kubernetes-list-map-keys": ["uid"], "x-kubernetes-list-type": "map",
+                            "x-kubernetes-patch-merge-key": "uid", "x-kubernetes-patch-strategy": "merge"},
+        "resourceVersion": {"description": "An opaque value that represents the internal version of this object.",
+                            "type": "string"},
+        "selfLink": {"description": "Deprecated: selfLink is a legacy read-only field that is no longer populated "
+                                    "by the system.", "type": "string"},
+        "uid": {"description": "UID is the unique in time and space value for this object.", "type": "string"},
+    },
+}
+
+_DESCRIPTIONS = {
+    "Pod": "Pod is a collection of containers that can run on a host. This resource is created by clients and "
+           "scheduled onto hosts.",
+    "Node": "Node is a worker node in Kubernetes. Each node will have a unique identifier in the cache (i.e. in "
+            "etcd).",
+    "Namespace": "Namespace provides a scope for Names. Use of multiple namespaces is optional.",
+    "Deployment": "Deployment enables declarative updates for Pods and ReplicaSets.",
+    "ReplicaSet": "ReplicaSet ensures that a specified number of pod replicas are running at any given time.",
+    "DaemonSet": "DaemonSet represents the configuration of a daemon set.",
+    "Lease": "Lease defines a lease concept.",
+    "PodDisruptionBudget": "PodDisruptionBudget is an object to define the max disruption that can be caused to a "
+                           "collection of pods",
+    "Event": "Event is a report of an event somewhere in the cluster.",
+}
+
+_PARAMS_WRITE = [
+    {"name": "dryRun", "in": "query", "description": "When present, indicates that modifications should not be "
+     "persisted. Valid values are: - All: all dry run stages will be processed", "schema": {"type": "string",
+                                                                                            "uniqueItems": True}},
+    {"name": "fieldManager", "in": "query", "description": "fieldManager is a name associated with the actor or "
+     "entity that is making these changes.", "schema": {"type": "string", "uniqueItems": True}},
+    {"name": "fieldValidation", "in": "query", "description": "fieldValidation instructs the server on how to handle "
+     "objects in the request (POST/PUT/PATCH) containing unknown or duplicate fields. Valid values are: - Ignore - "
+     "Warn - Strict", "schema": {"type": "string", "uniqueItems": True}},
+]
+_PARAM_FORCE = {"name": "force", "in": "query", "description": "Force is going to \"force\" Apply requests.",
+                "schema": {"type": "boolean", "uniqueItems": True}}
+
+
+_NO_SPEC = {"Event", "ConfigMap", "Secret", "ServiceAccount", "Endpoints", "ClusterRole", "Role",
+            "ClusterRoleBinding", "RoleBinding", "PriorityClass", "StorageClass", "ControllerRevision",
+            "RuntimeClass", "PodTemplate", "LimitRange"}
+
+
+def schema_name(rt, kind=None):
+    kind = kind or rt.kind
+    if rt.is_custom:
+        return ".".join(reversed(rt.group.split("."))) + "." + rt.version + "." + kind
+    grp = rt.group.split(".")[0] if rt.group else "core"
+    if rt.group == "apiextensions.k8s.io":
+        return "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions." + rt.version + "." + kind
+    return "io.k8s.api." + grp + "." + rt.version + "." + kind
+
+
+def _kind_schema(rt):
+    gvk = [{"group": rt.group, "kind": rt.kind, "version": rt.version}]
+    meta = {"allOf": [{"$ref": OBJECT_META_REF}], "default": {},
+            "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/"
+                           "sig-architecture/api-conventions.md#metadata"}
+    base_props = {
+        "apiVersion": {"description": "APIVersion defines the versioned schema of this representation of an object.",
+                       "type": "string"},
+        "kind": {"description": "Kind is a string value representing the REST resource this object represents.",
+                 "type": "string"},
+        "metadata": meta,
+    }
+    if rt.is_custom and rt.schema is not None:
+        s = json.loads(json.dumps(rt.schema.root))
+        props = s.setdefault("properties", {})
+        for k, v in base_props.items():
+            props[k] = v
+        s["type"] = "object"
+    else:
+        s = {"description": _DESCRIPTIONS.get(rt.kind, "%s is a Kubernetes %s object." % (rt.kind, rt.kind)),
+             "type": "object", "properties": dict(base_props)}
+        if rt.kind not in _NO_SPEC:
+            s["properties"]["spec"] = {"description": "Specification of the desired behavior of the %s." % rt.kind,
+                                       "type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        if "status" in rt.subresources:
+            s["properties"]["status"] = {"description": "Most recently observed status of the %s." % rt.kind,
+                                         "type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    s["x-kubernetes-group-version-kind"] = gvk
+    return s
+
+
+def _list_schema(rt):
+    return {"description": "%s is a list of %s" % (rt.list_kind, rt.kind), "type": "object",
+            "required": ["items"],
+            "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                           "items": {"type": "array", "items": {"$ref": "#/components/schemas/" + schema_name(rt)}},
+                           "metadata": {"type": "object"}},
+            "x-kubernetes-group-version-kind": [{"group": rt.group, "kind": rt.list_kind, "version": rt.version}]}
+
+
+def _op(rt, action, desc, ref, gvk=True, body=None, patch_builtin=False):
+    op = {"description": desc, "operationId": action + rt.kind, "tags": [rt.group or "core"],
+          "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": {"$ref": ref}}}}},
+          "x-kubernetes-action": action}
+    if gvk:
+        op["x-kubernetes-group-version-kind"] = {"group": rt.group, "version": rt.version, "kind": rt.kind}
+    if action in ("post", "put", "patch"):
+        op["parameters"] = [dict(p) for p in _PARAMS_WRITE]
+    if action == "patch":
+        op["parameters"].append(dict(_PARAM_FORCE))
+        content = {"application/json-patch+json": {"schema": {"type": "object"}},
+                   "application/merge-patch+json": {"schema": {"type": "object"}},
+                   "application/apply-patch+yaml": {"schema": {"type": "object"}}}
+        op["requestBody"] = {"content": content, "required": True}
+    elif body:
+        op["requestBody"] = {"content": {"*/*": {"schema": {"$ref": ref}}}, "required": True}
+    return op
+
+
+def gv_document(registry, group, version):
+    rts = [rt for rt in registry.resources(group, version) if (rt.group, rt.plural) not in VIRTUAL]
+    if not rts and not registry.resources(group, version):
+        return None
+    schemas = {"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta": _OBJECT_META}
+    paths = {}
+    prefix = "/apis/%s/%s" % (group, version) if group else "/api/" + version
+    for rt in sorted(rts, key=lambda r: r.plural):
+        sn = schema_name(rt)
+        schemas[sn] = _kind_schema(rt)
+        schemas[schema_name(rt, rt.list_kind)] = _list_schema(rt)
+        ref = "#/components/schemas/" + sn
+        lref = "#/components/schemas/" + schema_name(rt, rt.list_kind)
+        ns = "/namespaces/{namespace}" if rt.namespaced else ""
+        coll = prefix + ns + "/" + rt.plural
+        item = coll + "/{name}"
+        path_params = [{"name": "name", "in": "path", "required": True, "schema": {"type": "string"}}]
+        if rt.namespaced:
+            path_params.append({"name": "namespace", "in": "path", "required": True, "schema": {"type": "string"}})
+        paths[coll] = {"get": _op(rt, "list", "list or watch objects of kind " + rt.kind, lref),
+                       "post": _op(rt, "post", "create a " + rt.kind, ref, body=True),
+                       "parameters": path_params[1:]}
+        paths[item] = {"get": _op(rt, "get", "read the specified " + rt.kind, ref),
+                       "put": _op(rt, "put", "replace the specified " + rt.kind, ref, body=True),
+                       "patch": _op(rt, "patch", "partially update the specified " + rt.kind, ref),
+                       "delete": _op(rt, "delete", "delete a " + rt.kind, ref),
+                       "parameters": path_params}
+        if "status" in rt.subresources:
+            paths[item + "/status"] = {"get": _op(rt, "get", "read status of the specified " + rt.kind, ref),
+                                       "parameters": path_params}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": "v1.32.0"},
+            "paths": paths, "components": {"schemas": schemas}}
+
+
+class OpenAPI:
+    def __init__(self, registry):
+        self.registry = registry
+        self._gen = -1
+        self._docs = {}
+
+    def _refresh(self):
+        if self._gen == self.registry.generation:
+            return
+        docs = {}
+        with self.registry.lock:
+            gvs = {("", "v1")}
+            for rt in self.registry.all():
+                gvs.add((rt.group, rt.version))
+            gen = self.registry.generation
+        for g, v in sorted(gvs):
+            d = gv_document(self.registry, g, v)
+            if d is None:
+                continue
+            body = json.dumps(d, separators=(",", ":")).encode()
+            h = hashlib.sha512(body).hexdigest().upper()
+            key = ("apis/%s/%s" % (g, v)) if g else "api/" + v
+            docs[key] = (h, body)
+        self._docs = docs
+        self._gen = gen
+
+    def index(self):
+        self._refresh()
+        return {"paths": {k: {"serverRelativeURL": "/openapi/v3/%s?hash=%s" % (k, h)}
+                          for k, (h, _) in sorted(self._docs.items())}}
+
+    def document(self, key):
+        self._refresh()
+        return self._docs.get(key.strip("/"))
+
+    def swagger_v2(self):
+        self._refresh()
+        definitions = {}
+        paths = {}
+        for k, (_, body) in self._docs.items():
+            d = json.loads(body)
+            for name, s in d["components"]["schemas"].items():
+                definitions[name] = json.loads(json.dumps(s).replace("#/components/schemas/", "#/definitions/"))
+            for p, item in d["paths"].items():
+                paths[p] = {m: {kk: vv for kk, vv in op.items() if kk not in ("requestBody",)}
+                            for m, op in item.items() if m != "parameters"}
+        return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.32.0"}, "paths": paths,
+                "definitions": definitions}
