@@ -105,6 +105,12 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         self.ssl_ctx = ssl_ctx
         super().__init__(addr, Handler)
 
+    def handle_error(self, request, client_address):
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, socket.timeout, OSError)):
+            return  # TLS handshake failures and vanished clients are not news
+        super().handle_error(request, client_address)
+
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"

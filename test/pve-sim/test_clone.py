@@ -159,7 +159,7 @@ class Clone(SimCase):
 
 
 class CloneLocks(SimCase):
-    sim_args = ("--clone-seconds", "2.5", "--flock-timeout", "0.5")
+    sim_args = ("--clone-seconds", "4", "--flock-timeout", "0.5")
 
     def test_flock_held_by_running_clone(self):
         upid = self.sim.clone(170, wait=False)
