@@ -8,6 +8,7 @@
 #include "app.h"
 
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include "carpenter/leader.h"
 #include "carpenter/log.h"
 #include "carpenter/metrics.h"
+#include "carpenter/rand.h"
 #include "carpenter/server.h"
 #include "carpenter/version.h"
 
@@ -51,6 +53,8 @@ struct app {
   int ninformers;
   struct carp_leader *leader;
   char *lease_namespace;
+  char identity[320]; /* this replica: hostname_random */
+  char user_agent[400];
   struct carp_recorder *recorder;
   int crds_present;
   int crd_check_busy;
@@ -296,6 +300,22 @@ static int add_informer(struct app *a, const struct carp_kind *kind,
   return 0;
 }
 
+/* The replica's identity names it in the Lease, in events and in the
+ * User-Agent of every request, so the API server's audit log (and
+ * kube-sim's request log) tells which replica did what. */
+static void make_identity(struct app *a)
+{
+  char host[256];
+  if (gethostname(host, sizeof(host)) != 0)
+    snprintf(host, sizeof(host), "carpenter");
+  host[sizeof(host) - 1] = '\0';
+  snprintf(
+      a->identity, sizeof(a->identity), "%s_%08llx", host,
+      (unsigned long long)(carp_rand_u64(carp_rand_global()) & 0xffffffffull));
+  snprintf(a->user_agent, sizeof(a->user_agent), "carpenter/%s (%s)",
+           CARP_VERSION, a->identity);
+}
+
 static int start_kube(struct app *a)
 {
   struct carp_kube_options ko;
@@ -303,8 +323,10 @@ static int start_kube(struct app *a)
   const char *ns;
   int rc, i;
 
+  make_identity(a);
   memset(&ko, 0, sizeof(ko));
   ko.config = &a->kcfg;
+  ko.user_agent = a->user_agent;
   ko.qps = a->opts->kube_client_qps;
   ko.burst = a->opts->kube_client_burst;
   ko.metrics = a->metrics;
@@ -324,6 +346,7 @@ static int start_kube(struct app *a)
 
   memset(&ro, 0, sizeof(ro));
   ro.metrics = a->metrics;
+  ro.instance = a->identity;
   rc = carp_recorder_new(&a->loop, a->kube, &ro, &a->recorder);
   if (rc)
     return rc;
@@ -348,6 +371,7 @@ static int start_kube(struct app *a)
     memset(&lo, 0, sizeof(lo));
     lo.namespace = ns;
     lo.name = a->opts->leader_election_name;
+    lo.identity = a->identity;
     lo.on_started_leading = on_started_leading;
     lo.on_stopped_leading = on_stopped_leading;
     lo.arg = a;

@@ -3,9 +3,19 @@
  * One timer drives everything: every retry period the elector reads the
  * Lease and then creates, takes over or renews it with an update guarded
  * by the resourceVersion it read, so two candidates can never both win
- * one round (the loser gets 409 Conflict). The record observed from other
- * holders is remembered with the local time it last changed; only once
- * that is older than the lease duration may a candidate take over. */
+ * one round (the loser gets 409 Conflict).
+ *
+ * Expiry is judged by the local clock, as in client-go, but dated more
+ * tightly: a change of the record is dated at the previous read that still
+ * showed the old record (the change happened after it), not at the read
+ * that first showed the new one, and the standby wakes exactly when the
+ * lease expires instead of on its next retry tick. The holder renewed at
+ * some time r after that previous read, and it stops writing at r plus the
+ * renew deadline (10 s), while the standby takes over no earlier than the
+ * previous read plus the lease (15 s) >= r - retry (2 s) + 15 s = r + 13 s.
+ * So the holder has been silent for at least 3 s when the standby takes
+ * over, and a standby takes over at most one lease duration after the
+ * holder's last renewal (within 15 s of the holder dying). */
 #include "carpenter/leader.h"
 
 #include <stdio.h>
@@ -35,8 +45,9 @@ struct carp_leader {
   char *observed_renew;
   int64_t observed_transitions;
   int64_t observed_duration_s;
-  uint64_t observed_ms; /* local time the record last changed */
-  int busy;             /* a request is in flight */
+  uint64_t observed_ms;  /* local time the record last changed (at most) */
+  uint64_t last_read_ms; /* local time of the previous successful read */
+  int busy;              /* a request is in flight */
   int closing;
   int released;
   void (*close_cb)(void *arg);
@@ -230,21 +241,30 @@ static void on_read(const struct carp_kube_result *res, void *arg)
   /* Track changes of the record by the local clock. */
   if (!str_eq(holder, l->observed_holder) ||
       !str_eq(renew, l->observed_renew) || !l->observed_ms) {
+    /* First sight: we cannot know when it last changed, so assume now. */
+    uint64_t changed =
+        l->observed_ms && l->last_read_ms ? l->last_read_ms : now;
     carp_free(l->observed_holder);
     carp_free(l->observed_renew);
     l->observed_holder = carp_strdup(holder ? holder : "");
     l->observed_renew = carp_strdup(renew ? renew : "");
-    l->observed_ms = now;
+    l->observed_ms = changed;
   }
+  l->last_read_ms = now;
   l->observed_transitions = transitions;
   l->observed_duration_s = duration;
 
   if (holder && *holder && strcmp(holder, l->identity)) {
     /* Someone else holds it. */
+    uint64_t expiry = l->observed_ms + (uint64_t)duration * 1000;
     if (l->leading)
       lose(l, "another replica holds the lease");
-    if (now < l->observed_ms + (uint64_t)duration * 1000) {
-      arm(l);
+    if (now < expiry) {
+      /* Wake at expiry if that comes before the next regular read. */
+      uint64_t wait = expiry - now;
+      if (!l->closing)
+        uv_timer_start(&l->timer, on_timer,
+                       wait < l->opts.retry_ms ? wait : l->opts.retry_ms, 0);
       return;
     }
     CARP_LOG_INFO("leader", "lease expired, taking over",
