@@ -7,6 +7,7 @@
  *   stdin "dump\n"  -> one line "kind key resourceVersion" per cached
  *                      object, then "end"
  *   stdin "stats\n" -> "stats kind lists watches events decode_errors synced"
+ *   stdin "rss\n"   -> "rss <VmRSS kB> <VmHWM kB> <ms since start>"
  *   stdin "quit\n"  -> closes everything and exits 0 (uv_loop_close == 0)
  */
 #include <stdio.h>
@@ -33,6 +34,7 @@ struct probe {
   int closing;
   char line[256];
   size_t len;
+  uint64_t started;
 };
 
 static void on_kube_closed(void *arg)
@@ -47,9 +49,32 @@ static void on_inf_closed(void *arg)
     carp_kube_close(p->kube, on_kube_closed, p);
 }
 
+static void print_rss(struct probe *p)
+{
+  char line[256];
+  long rss = -1, hwm = -1;
+  FILE *f = fopen("/proc/self/status", "r");
+  while (f && fgets(line, sizeof(line), f)) {
+    if (!strncmp(line, "VmRSS:", 6))
+      rss = strtol(line + 6, NULL, 10);
+    else if (!strncmp(line, "VmHWM:", 6))
+      hwm = strtol(line + 6, NULL, 10);
+  }
+  if (f)
+    fclose(f);
+  printf("rss %ld %ld %llu\nend\n", rss, hwm,
+         (unsigned long long)(uv_now(&p->loop) - p->started));
+}
+
 static void command(struct probe *p, const char *cmd)
 {
   int i;
+  if (!strcmp(cmd, "rss")) {
+    uv_update_time(&p->loop);
+    print_rss(p);
+    fflush(stdout);
+    return;
+  }
   if (!strcmp(cmd, "dump")) {
     for (i = 0; i < p->n; i++) {
       struct carp_store_iter it;
@@ -162,6 +187,7 @@ int main(int argc, char **argv)
     carp_informer_new(&p.loop, p.kube, &io, &p.inf[p.n]);
     p.names[p.n++] = argv[i];
   }
+  p.started = uv_now(&p.loop);
   for (i = 0; i < p.n; i++)
     carp_informer_start(p.inf[i]);
   uv_pipe_init(&p.loop, &p.in, 0);
