@@ -450,7 +450,7 @@ class Api:
             limit = None  # served from the watch cache, which ignores limit
         with self.lock:
             page, more, remaining, last = self.store.list_page(
-                table, ns if rt.namespaced else None, at_rv, start_after, limit, pred,
+                table, (ns or None) if rt.namespaced else None, at_rv, start_after, limit, pred,
                 count_remaining=(pred is None))
             list_rv = at_rv if at_rv is not None else self.store.rv
         meta = {"resourceVersion": str(list_rv)}
@@ -943,7 +943,7 @@ class Api:
             srt = self.storage_rt(rt)
             table = self.table_for(srt)
             pred = self.make_pred(table, ls, fs)
-            page, _, _, _ = self.store.list_page(table, ns if rt.namespaced else None, None, None, None, pred, False)
+            page, _, _, _ = self.store.list_page(table, (ns or None) if rt.namespaced else None, None, None, None, pred, False)
             out = []
             for e in page:
                 cur = table.items.get(e.key)
@@ -968,7 +968,10 @@ class Api:
 
     def _after_write(self, rt, old, new):
         if rt.kind == "CustomResourceDefinition":
-            CRD.register(self.registry, new)
+            sid = CRD.register(self.registry, new)
+            crt = self.registry.for_storage(sid)
+            if crt is not None:
+                self.store.table(crt)
 
     def _after_delete(self, rt, obj):
         if rt.kind == "CustomResourceDefinition":

@@ -76,6 +76,7 @@ class Table:
         self.namespaced = namespaced
         self.items = {}
         self.keys = []  # sorted
+        self.start_rv = 0  # oldest resourceVersion this resource's watch history covers
         self.field_labels = tuple(field_labels)
         self.field_pos = {f: i for i, f in enumerate(self.field_labels)}
         self.getters = []
@@ -149,6 +150,9 @@ class Store:
         t = self.tables.get(rt.storage_id)
         if t is None:
             t = Table(rt.storage_id, rt.namespaced, rt.field_labels)
+            if rt.is_custom:
+                # like the watch cache of a CRD, history starts when the type appears
+                t.start_rv = self.rv
             self.tables[rt.storage_id] = t
         return t
 
@@ -262,6 +266,7 @@ class Store:
     def finish_load(self):
         for t in self.tables.values():
             t.keys = sorted(t.items.keys())
+            t.start_rv = min(t.start_rv, self.rv)
         self.compacted_rv = self.rv
         self.history.clear()
 
@@ -275,8 +280,10 @@ class Store:
 
     def events_since(self, sid, rv):
         """History events of `sid` newer than rv, oldest first.  Raises 410."""
-        if rv < self.compacted_rv:
-            raise gone_expired("too old resource version: %d (%d)" % (rv, self.compacted_rv))
+        t = self.tables.get(sid)
+        oldest = max(self.compacted_rv, t.start_rv if t is not None else 0)
+        if rv < oldest:
+            raise gone_expired("too old resource version: %d (%d)" % (rv, oldest))
         out = []
         for ev in reversed(self.history):
             if ev.rv <= rv:
