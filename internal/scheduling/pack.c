@@ -1,0 +1,375 @@
+/* pack.c: packing the pods nothing constrains.
+ *
+ * A group is free when it has no topology rule of its own, no host port,
+ * no other pod's anti-affinity selects it and no pod-affinity selector
+ * matches it: where its pods go changes nothing for any other pod except
+ * the capacity they use and counts nobody reads any more. Those groups are
+ * placed after all the others (a valid order: each earlier placement was
+ * checked against the counts it saw), and packed for price rather than in
+ * size order. With prices linear in vCPU and memory, what costs is
+ * fragmentation (a node full of CPU-heavy pods wastes its memory) and
+ * paying for room nobody uses, not node size. So:
+ *
+ *   1. every bin is first filled "for free": an existing node up to its
+ *      allocatable, a claim up to its cheapest option's capacity (the
+ *      rounding slack its price already pays for);
+ *   2. claims then grow, each towards its largest option;
+ *   3. new claims open one at a time, each grown towards its largest option.
+ *
+ * A growing claim first takes the same fraction of every pending group
+ * (so its CPU:memory ratio is the batch's, not whatever the biggest pods
+ * happen to be), then tops up pod by pod with the group whose request best
+ * matches the room left (dot product, each dimension scaled by the target
+ * capacity). Groups that differ only in labels form one class here. Ratios
+ * only choose; every fit is still checked in integers by sched_try_place(). */
+#include <math.h>
+#include <string.h>
+
+#include "carpenter/alloc.h"
+#include "sched_int.h"
+
+enum { FILL_FREE = 0, FILL_GROW };
+
+struct pclass {
+  uint32_t *mem; /* member groups, in queue order */
+  uint32_t nmem, cur;
+  const int64_t *req;
+  int64_t remaining;
+  uint64_t *rej; /* bins that can never take the class */
+};
+
+struct packer {
+  struct sched_solver *s;
+  struct pclass *cls;
+  uint32_t ncls;
+  uint32_t *cand;
+  struct sched_map compat; /* (rset, taintset) -> per-class byte */
+  int64_t *minreq;         /* smallest pending request per dimension */
+  double *D;
+};
+
+static struct sched_group *leader(struct packer *P, struct pclass *c)
+{
+  while (c->cur < c->nmem) {
+    struct sched_group *g = &P->s->groups[c->mem[c->cur]];
+    if (g->next < g->npods)
+      return g;
+    c->cur++;
+  }
+  return NULL;
+}
+
+static const uint8_t *compat_of(struct packer *P, const struct sched_bin *b)
+{
+  struct sched_solver *s = P->s;
+  uint64_t key = ((uint64_t)b->rset << 24) ^ b->taintset, v;
+  uint8_t *ok;
+  if (sched_map_get(&P->compat, key, &v))
+    return (const uint8_t *)(uintptr_t)v;
+  ok = sched_zalloc(&s->arena, P->ncls + 1);
+  for (uint32_t i = 0; i < P->ncls; i++) {
+    struct sched_group *g = leader(P, &P->cls[i]);
+    if (!g || g->bad)
+      continue;
+    ok[i] = sched_group_tolerates(s, g, b->taintset, NULL) &&
+            sched_rset_add(&s->rc, b->rset, g->rset, b->kind == BIN_CLAIM,
+                           NULL) != SCHED_NONE;
+  }
+  sched_map_put(&P->compat, key, (uint64_t)(uintptr_t)ok);
+  return ok;
+}
+
+/* Places up to k pods of class c on bin bi; returns how many. */
+static int64_t place_class(struct packer *P, struct pclass *c, uint32_t bi,
+                           int64_t k)
+{
+  int64_t placed = 0;
+  struct sched_fail f;
+  while (k > 0) {
+    struct sched_group *g = leader(P, c);
+    uint32_t kk, n;
+    if (!g)
+      break;
+    kk = (uint32_t)(k < g->npods - g->next ? k : g->npods - g->next);
+    n = sched_try_place(P->s, g, bi, kk, &f);
+    if (!n) {
+      if (f.monotone) {
+        if (!c->rej)
+          sched_breg(P->s, &c->rej);
+        bs_set(c->rej, bi);
+      }
+      break;
+    }
+    placed += n;
+    k -= n;
+    c->remaining -= n;
+    if (n < kk)
+      break;
+  }
+  return placed;
+}
+
+/* The capacity vector a fill aims at, and the type behind it. */
+static const int64_t *target(struct sched_solver *s, struct sched_bin *b,
+                             int mode, uint32_t *type)
+{
+  struct sched_pool *pool;
+  *type = SCHED_NONE;
+  if (b->kind != BIN_CLAIM)
+    return b->alloc;
+  pool = &s->pools[b->pool];
+  if (mode == FILL_GROW) {
+    for (uint32_t i = 0; i < pool->ntypes; i++)
+      if (bs_get(b->opts, pool->by_size[i])) {
+        *type = pool->by_size[i];
+        break;
+      }
+  } else {
+    double best = INFINITY;
+    for (uint32_t i = 0; i < pool->ntypes; i++) {
+      uint32_t t = pool->by_price[i];
+      double pr;
+      if (s->types[t].base_price >= best)
+        break;
+      if (!bs_get(b->opts, t))
+        continue;
+      pr = sched_type_price(s, t, b->rset);
+      if (pr < best) {
+        best = pr;
+        *type = t;
+      }
+    }
+  }
+  if (*type == SCHED_NONE)
+    return NULL;
+  return &pool->cap[(size_t)*type * s->R];
+}
+
+static void fill(struct packer *P, uint32_t bi, int mode)
+{
+  struct sched_solver *s = P->s;
+  struct sched_bin *b = &s->bins[bi];
+  const uint32_t R = s->R;
+  const int64_t *T;
+  const uint8_t *ok;
+  uint32_t nc = 0, ttype;
+
+  if (!bs_get(s->open, bi))
+    return;
+  T = target(s, b, mode, &ttype);
+  if (!T)
+    return;
+  for (uint32_t r = 0; r < R; r++)
+    if (P->minreq[r] > 0 && T[r] - b->used[r] < P->minreq[r])
+      return; /* not even the smallest pending pod fits the target */
+  ok = compat_of(P, b);
+  for (uint32_t i = 0; i < P->ncls; i++)
+    if (ok[i] && P->cls[i].remaining > 0 &&
+        !(P->cls[i].rej && bs_get(P->cls[i].rej, bi)))
+      P->cand[nc++] = i;
+  if (!nc)
+    return;
+
+  if (mode == FILL_GROW) {
+    /* the same fraction of every pending class */
+    double alpha = INFINITY;
+    for (uint32_t r = 0; r < R; r++)
+      P->D[r] = 0;
+    for (uint32_t c = 0; c < nc; c++) {
+      const struct pclass *pc = &P->cls[P->cand[c]];
+      for (uint32_t r = 0; r < R; r++)
+        P->D[r] += (double)pc->remaining * (double)pc->req[r];
+    }
+    for (uint32_t r = 0; r < R; r++)
+      if (P->D[r] > 0) {
+        double a = (double)(T[r] - b->used[r]) / P->D[r];
+        if (a < alpha)
+          alpha = a;
+      }
+    if (alpha > 0)
+      for (uint32_t c = 0; c < nc && bs_get(s->open, bi); c++) {
+        struct pclass *pc = &P->cls[P->cand[c]];
+        int64_t k = alpha >= 1 ? pc->remaining
+                               : (int64_t)(alpha * (double)pc->remaining);
+        if (k > 0)
+          place_class(P, pc, bi, k);
+      }
+    if (ttype != SCHED_NONE && !bs_get(b->opts, ttype))
+      T = target(s, b, mode, &ttype);
+  }
+
+  /* top up: the best match for the room left, a few pods at a time */
+  while (T && nc && bs_get(s->open, bi)) {
+    double best = -1;
+    uint32_t bc = SCHED_NONE;
+    for (uint32_t c = 0; c < nc; c++) {
+      const struct pclass *pc = &P->cls[P->cand[c]];
+      double score = 0;
+      uint32_t r;
+      if (pc->remaining <= 0)
+        continue;
+      for (r = 0; r < R; r++) {
+        if (pc->req[r] > 0 && T[r] - b->used[r] < pc->req[r])
+          break;
+        if (T[r] > 0)
+          score += ((double)pc->req[r] / (double)T[r]) *
+                   ((double)(T[r] - b->used[r]) / (double)T[r]);
+      }
+      if (r == R && score > best) {
+        best = score;
+        bc = c;
+      }
+    }
+    if (bc == SCHED_NONE)
+      break;
+    {
+      struct pclass *pc = &P->cls[P->cand[bc]];
+      int64_t fitc = sched_fit_count(s, b->used, pc->req, T, pc->remaining);
+      if (!place_class(P, pc, bi, fitc / 8 > 1 ? fitc / 8 : 1)) {
+        P->cand[bc] = P->cand[--nc];
+        continue;
+      }
+    }
+    if (ttype != SCHED_NONE && !bs_get(b->opts, ttype))
+      T = target(s, b, mode, &ttype);
+  }
+  if (mode == FILL_GROW && b->kind == BIN_CLAIM)
+    /* other options may still hold what the target could not */
+    for (uint32_t c = 0; c < nc && bs_get(s->open, bi); c++) {
+      struct pclass *pc = &P->cls[P->cand[c]];
+      while (pc->remaining > 0 && place_class(P, pc, bi, pc->remaining) > 0)
+        ;
+    }
+}
+
+static int pending(struct packer *P)
+{
+  const uint32_t R = P->s->R;
+  int any = 0;
+  for (uint32_t r = 0; r < R; r++)
+    P->minreq[r] = INT64_MAX;
+  for (uint32_t i = 0; i < P->ncls; i++) {
+    const struct pclass *pc = &P->cls[i];
+    if (pc->remaining <= 0)
+      continue;
+    any = 1;
+    for (uint32_t r = 0; r < R; r++)
+      if (pc->req[r] < P->minreq[r])
+        P->minreq[r] = pc->req[r];
+  }
+  return any;
+}
+
+/* Classes: groups whose signatures agree past the labels. */
+static void build_classes(struct packer *P, const uint32_t *groups, uint32_t n)
+{
+  struct sched_solver *s = P->s;
+  struct sched_map byhash;
+  uint32_t *next = carp_calloc(n + 1, sizeof(uint32_t));
+  uint32_t *cls_of = carp_calloc(n + 1, sizeof(uint32_t));
+  uint32_t *head = carp_calloc(n + 1, sizeof(uint32_t));
+  sched_map_init(&byhash);
+  P->cls = carp_calloc(n + 1, sizeof(*P->cls));
+  for (uint32_t i = 0; i < n; i++) {
+    const struct sched_group *g = &s->groups[groups[i]];
+    const uint8_t *rest = g->sig + g->sig_labels_end;
+    size_t nrest = g->nsig - g->sig_labels_end;
+    uint64_t h = sched_hash_bytes(sched_mix(0x636c61, g->ns), rest, nrest), v;
+    uint32_t c = SCHED_NONE;
+    if (h == UINT64_MAX)
+      h--;
+    if (sched_map_get(&byhash, h, &v))
+      for (uint32_t j = (uint32_t)v; j != SCHED_NONE; j = next[j]) {
+        const struct sched_group *o = &s->groups[groups[j]];
+        if (o->ns == g->ns && o->nsig - o->sig_labels_end == nrest &&
+            memcmp(o->sig + o->sig_labels_end, rest, nrest) == 0) {
+          c = cls_of[j];
+          break;
+        }
+      }
+    if (c == SCHED_NONE) {
+      c = P->ncls++;
+      P->cls[c].mem = carp_calloc(n + 1, sizeof(uint32_t));
+      P->cls[c].req = g->req;
+      next[i] = sched_map_get(&byhash, h, &v) ? (uint32_t)v : SCHED_NONE;
+      sched_map_put(&byhash, h, i);
+      head[c] = i;
+    } else {
+      next[i] = SCHED_NONE;
+    }
+    cls_of[i] = c;
+    P->cls[c].mem[P->cls[c].nmem++] = groups[i];
+    P->cls[c].remaining += g->npods - g->next;
+  }
+  sched_map_free(&byhash);
+  carp_free(next);
+  carp_free(cls_of);
+  carp_free(head);
+}
+
+void sched_pack_inert(struct sched_solver *s, uint32_t *groups, uint32_t n)
+{
+  struct packer P;
+  uint8_t *failed;
+  memset(&P, 0, sizeof(P));
+  P.s = s;
+  build_classes(&P, groups, n);
+  P.cand = carp_calloc(P.ncls + 1, sizeof(uint32_t));
+  P.minreq = carp_calloc(s->R + 1, sizeof(int64_t));
+  P.D = carp_calloc(s->R + 1, sizeof(double));
+  failed = carp_calloc(P.ncls + 1, 1);
+  sched_map_init(&P.compat);
+  for (;;) {
+    uint32_t nb = s->nbins;
+    int relaxed = 0;
+    s->stats.passes++;
+    for (uint32_t bi = 0; bi < nb && pending(&P); bi++)
+      fill(&P, bi, FILL_FREE);
+    for (uint32_t bi = 0; bi < nb && pending(&P); bi++)
+      if (s->bins[bi].kind == BIN_CLAIM)
+        fill(&P, bi, FILL_GROW);
+    memset(failed, 0, P.ncls);
+    while (pending(&P)) {
+      uint32_t i, bi;
+      struct sched_group *g = NULL;
+      for (i = 0; i < P.ncls; i++)
+        if (P.cls[i].remaining > 0 && !failed[i])
+          break;
+      if (i == P.ncls)
+        break;
+      g = leader(&P, &P.cls[i]);
+      bi = sched_open_claim(s, g, 1);
+      if (bi == SCHED_NONE) {
+        failed[i] = 1;
+        continue;
+      }
+      P.cls[i].remaining -= 1;
+      s->bins[bi].phase2 = 1;
+      fill(&P, bi, FILL_GROW);
+    }
+    for (uint32_t i = 0; i < P.ncls; i++) {
+      struct pclass *pc = &P.cls[i];
+      if (pc->remaining <= 0)
+        continue;
+      for (uint32_t m = pc->cur; m < pc->nmem; m++) {
+        struct sched_group *g = &s->groups[pc->mem[m]];
+        if (g->next < g->npods && sched_group_relax(s, g))
+          relaxed = 1;
+      }
+      if (pc->rej)
+        memset(pc->rej, 0, s->bwords * sizeof(uint64_t));
+    }
+    if (!relaxed)
+      break;
+    sched_map_free(&P.compat); /* requirements changed */
+    sched_map_init(&P.compat);
+  }
+  sched_map_free(&P.compat);
+  for (uint32_t i = 0; i < P.ncls; i++)
+    carp_free(P.cls[i].mem);
+  carp_free(P.cls);
+  carp_free(P.cand);
+  carp_free(P.minreq);
+  carp_free(P.D);
+  carp_free(failed);
+}
