@@ -51,4 +51,17 @@ const char *carp_yaml_str(const struct carp_yaml_node *n);
 /* Scalar booleans (true/false/yes/no/on/off, any case). */
 int carp_yaml_bool(const struct carp_yaml_node *n, int *out);
 
+/* The tree from n down as JSON, as kubectl converts a manifest: plain
+ * scalars resolved with the YAML 1.2 core schema (null, true/false,
+ * integers incl. 0o/0x, floats), quoted and block scalars as strings; what
+ * JSON cannot hold (.inf, .nan) stays a string. A NULL n is JSON null.
+ * carp_yaml_to_json gives a yajl tree (free with carp_json_free); on
+ * error CARP_EPARSE and a message in *err. The _text form appends to out. */
+struct carp_buf;
+typedef struct yajl_val_s *yajl_val;
+int carp_yaml_to_json(const struct carp_yaml_node *n, yajl_val *out,
+                      char **err);
+int carp_yaml_to_json_text(const struct carp_yaml_node *n,
+                           struct carp_buf *out);
+
 #endif
