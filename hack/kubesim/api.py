@@ -50,6 +50,7 @@ def order_object(rt, obj):
         return _sorted_deep(obj)
     md = obj.get("metadata")
     if isinstance(md, dict):
+        md.setdefault("resourceVersion", "")
         nm = {k: md[k] for k in _META_ORDER if k in md}
         for k, v in md.items():
             if k not in nm:
@@ -431,7 +432,7 @@ class Api:
                         "response to retrieve the remainder of the results. Continuing with the provided token "
                         "results in an inconsistent list - objects that were created, modified, or deleted between "
                         "the time the first chunk was returned and now may show up in the list.",
-                        metadata={"continue": _encode_continue(-1, start)})
+                        metadata={"continue": _encode_continue(-1, start + "\x00")})
         elif rv_param not in (None, "", "0"):
             try:
                 want = int(rv_param)

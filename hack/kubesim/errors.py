@@ -163,7 +163,8 @@ def invalid_error(rt_or_kind, name, errors, group=None):
     else:
         agg = "[" + ", ".join(e.text() for e in errors) + "]"
     d = {}
-    d["name"] = name if name is not None else ""
+    if name:
+        d["name"] = name
     if grp:
         d["group"] = grp
     d["kind"] = kind
@@ -207,7 +208,7 @@ def forbidden_error(user, verb, resource, group, namespace, name=None, subresour
     msg = '%s is forbidden: User "%s" cannot %s resource "%s" in API group "%s"' % (what, user, verb, res, group)
     if namespace:
         msg += ' in the namespace "%s"' % namespace
-    elif resource != "namespaces" or True:
+    else:
         msg += " at the cluster scope"
     d = {}
     if name:

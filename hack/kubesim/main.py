@@ -170,6 +170,12 @@ class Sim:
         for ns in BOOT_NAMESPACES:
             if self.api.get_object_internal("", "namespaces", "", ns) is None:
                 self.api.create(nrt, "", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}, ctx)
+        from . import rbac
+        for obj in rbac.bootstrap_objects():
+            plural = "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings"
+            if self.api.get_object_internal("rbac.authorization.k8s.io", plural, "", obj["metadata"]["name"]) is None:
+                rt = self.registry.get("rbac.authorization.k8s.io", "v1", plural)
+                self.api.create(rt, "", obj, ctx)
         for d in self.options.crds:
             self.apply_manifests(CRD.load_dir(d))
         for f in self.options.preload:

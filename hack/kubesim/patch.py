@@ -283,8 +283,10 @@ def _smp_map(orig, patch, sem, path):
                 result[k] = merged
         elif isinstance(pv, list):
             strategy, key = sem.smp_list(path + (k,))
+            order = patch.get("$setElementOrder/" + k)
             if strategy == "merge" and isinstance(ov, list):
-                result[k] = _smp_list(ov, pv, key, sem, path + (k,))
+                result[k] = _smp_list(ov, pv, key, sem, path + (k,), order)
+                continue
             elif strategy == "merge-primitive" and isinstance(ov, list):
                 if any(isinstance(x, dict) and x.get("$patch") == "replace" for x in pv):
                     result[k] = [x for x in pv if not isinstance(x, dict)]
@@ -293,7 +295,11 @@ def _smp_map(orig, patch, sem, path):
                     for x in pv:
                         if x not in out:
                             out.append(x)
-                    result[k] = out
+
+                    def ident(x):
+                        return "v:" + json.dumps(x)
+                    result[k] = _order_merged(out, ov, [ident(x) for x in pv], order, ident)
+                continue
             else:
                 result[k] = _strip(pv)
         else:
@@ -304,6 +310,8 @@ def _smp_map(orig, patch, sem, path):
             if k not in retain:
                 del result[k]
     for field, order in orders.items():
+        if field in patch:
+            continue
         lst = result.get(field)
         if not isinstance(lst, list) or not isinstance(order, list):
             continue
@@ -321,14 +329,48 @@ def _smp_map(orig, patch, sem, path):
     return result
 
 
-def _smp_list(orig, patch, key, sem, path):
+def _merge_sorted(left, right, server_order, ident):
+    """strategicpatch.mergeSortedSlice: insert server-only items (left) into
+    the patch items (right) keeping both relative orders, using the live
+    list's order where both items are in it."""
+    pos = {}
+    for i, x in enumerate(server_order):
+        pos.setdefault(ident(x), i)
+    out = []
+    i = j = 0
+    while i < len(left) or j < len(right):
+        if i >= len(left):
+            out.append(right[j])
+            j += 1
+        elif j >= len(right):
+            out.append(left[i])
+            i += 1
+        else:
+            li = pos.get(ident(left[i]), -1)
+            ri = pos.get(ident(right[j]), -1)
+            if li >= 0 and ri >= 0 and li < ri:
+                out.append(left[i])
+                i += 1
+            else:
+                out.append(right[j])
+                j += 1
+    return out
+
+
+def _smp_list(orig, patch, key, sem, path, order=None):
     if any(isinstance(x, dict) and x.get("$patch") == "replace" for x in patch):
         return [_strip(x) for x in patch if not (isinstance(x, dict) and x.get("$patch") == "replace")]
+
+    def ident(x):
+        return json.dumps(x.get(key), sort_keys=True) if isinstance(x, dict) else "v:" + json.dumps(x)
+
     result = util.deepcopy(orig)
+    patch_ids = []
     for item in patch:
         if not isinstance(item, dict):
             if item not in result:
                 result.append(item)
+            patch_ids.append(ident(item))
             continue
         if key not in item:
             raise PatchError("map: %s does not contain declared merge key: %s" % (json.dumps(item), key))
@@ -337,6 +379,7 @@ def _smp_list(orig, patch, key, sem, path):
         if item.get("$patch") == "delete":
             result = [x for x in result if not (isinstance(x, dict) and x.get(key) == kv)]
             continue
+        patch_ids.append(ident(item))
         if idx is None:
             result.append(_strip(item))
         else:
@@ -345,4 +388,18 @@ def _smp_list(orig, patch, key, sem, path):
                 del result[idx]
             else:
                 result[idx] = merged
-    return result
+    return _order_merged(result, orig, patch_ids, order, ident)
+
+
+def _order_merged(result, orig, patch_ids, order, ident):
+    pset = set(patch_ids)
+    patch_items = [x for x in result if ident(x) in pset]
+    server_only = [x for x in result if ident(x) not in pset]
+    porder = [ident(x) for x in order] if order is not None else patch_ids
+    prank = {v: i for i, v in enumerate(porder)}
+    patch_items.sort(key=lambda x: prank.get(ident(x), len(porder)))
+    orank = {}
+    for i, x in enumerate(orig):
+        orank.setdefault(ident(x), i)
+    server_only.sort(key=lambda x: orank.get(ident(x), len(orig)))
+    return _merge_sorted(server_only, patch_items, orig, ident)

@@ -534,7 +534,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         entries, meta = api.list(rt, ns, ctx)
         if media.kind == "table":
             objs = [api.entry_obj(rt, e) for e in entries]
-            tbl = T.table(rt, objs, meta, self.query.get("includeObject", "Metadata"))
+            tmeta = {k: v for k, v in meta.items() if v != ""}
+            tbl = T.table(rt, objs, tmeta, self.query.get("includeObject", "Metadata"))
             return self._json(200, tbl)
         if media.kind == "pom":
             items = [T.partial_metadata(api.entry_obj(rt, e)) for e in entries]
@@ -700,8 +701,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     if final_bm is not None and now >= final_bm:
                         due = True
                         final_bm = None
-                    if due and store.rv > last_rv:
-                        last_rv = store.rv
+                    # a bookmark once anything changed since the watch started (like the watch cache)
+                    if due and store.rv > (start_rv if start_rv is not None else start):
+                        last_rv = max(last_rv, store.rv)
                         writer.bookmark(last_rv)
                         writer.flush()
                     if self._client_gone():
