@@ -324,10 +324,7 @@ static void test_validation_table(void **state)
       if (rc != CARP_EINVALID)
         fprintf(stderr, "case %zu: want invalid (%s)\n", i, cases[i].want);
       assert_int_equal(rc, CARP_EINVALID);
-      if (cases[i].want[0] == '+')
-        assert_non_null(strstr(reason, cases[i].want + 1));
-      else
-        assert_one_problem(reason, cases[i].want);
+      assert_one_problem(reason, cases[i].want);
     }
     carp_free(reason);
     carp_json_free(v);
