@@ -137,14 +137,18 @@ int sched_topology_check(struct sched_solver *s, struct sched_group *g,
         *monotone = 0;
         return 0;
       }
-      if (ru->type == TG_SPREAD ||
+      /* A spread takes the least loaded domain; an affinity that bootstraps
+       * and an anti-affinity owner pin one domain (Karpenter keeps the
+       * claim open over every allowed zone and counts the pod in all of
+       * them, which lets only one such pod through per batch). */
+      if (ru->type == TG_SPREAD || ru->type == TG_ANTI ||
           (ru->type == TG_AFFINITY && ru->self && t->total == 0)) {
         size_t best = SIZE_MAX;
         for (d = bs_next(x, dk->dwords, 0); d != SIZE_MAX;
              d = bs_next(x, dk->dwords, d + 1)) {
           if (best == SIZE_MAX || t->cnt[d] < t->cnt[best])
             best = d;
-          if (ru->type == TG_AFFINITY)
+          if (ru->type != TG_SPREAD)
             break;
         }
         memset(x, 0, dk->dwords * sizeof(uint64_t));

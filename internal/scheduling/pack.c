@@ -269,7 +269,8 @@ static void build_classes(struct packer *P, const uint32_t *groups, uint32_t n)
   uint32_t *cls_of = carp_calloc(n + 1, sizeof(uint32_t));
   uint32_t *head = carp_calloc(n + 1, sizeof(uint32_t));
   sched_map_init(&byhash);
-  P->cls = carp_calloc(n + 1, sizeof(*P->cls));
+  /* in the arena: registered bitsets point into it until the end */
+  P->cls = sched_zalloc(&s->arena, (n + 1) * sizeof(*P->cls));
   for (uint32_t i = 0; i < n; i++) {
     const struct sched_group *g = &s->groups[groups[i]];
     const uint8_t *rest = g->sig + g->sig_labels_end;
@@ -289,7 +290,7 @@ static void build_classes(struct packer *P, const uint32_t *groups, uint32_t n)
       }
     if (c == SCHED_NONE) {
       c = P->ncls++;
-      P->cls[c].mem = carp_calloc(n + 1, sizeof(uint32_t));
+      P->cls[c].mem = sched_alloc(&s->arena, (n + 1) * sizeof(uint32_t));
       P->cls[c].req = g->req;
       next[i] = sched_map_get(&byhash, h, &v) ? (uint32_t)v : SCHED_NONE;
       sched_map_put(&byhash, h, i);
@@ -365,9 +366,6 @@ void sched_pack_inert(struct sched_solver *s, uint32_t *groups, uint32_t n)
     sched_map_init(&P.compat);
   }
   sched_map_free(&P.compat);
-  for (uint32_t i = 0; i < P.ncls; i++)
-    carp_free(P.cls[i].mem);
-  carp_free(P.cls);
   carp_free(P.cand);
   carp_free(P.minreq);
   carp_free(P.D);

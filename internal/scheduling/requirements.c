@@ -886,3 +886,24 @@ size_t carp_sched_reqs_format(const struct carp_sched_reqs *r, char *buf,
   carp_free(order);
   return len;
 }
+
+int carp_sched_int_matches(enum carp_sched_op op, const char *bound,
+                           const char *value)
+{
+  int64_t b, v;
+  if (!bound || !value || sched_parse_int(bound, &b) != 0 ||
+      sched_parse_int(value, &v) != 0)
+    return 0;
+  switch (op) {
+  case CARP_SCHED_OP_GT:
+    return v > b;
+  case CARP_SCHED_OP_LT:
+    return v < b;
+  case CARP_SCHED_OP_GTE:
+    return v >= b;
+  case CARP_SCHED_OP_LTE:
+    return v <= b;
+  default:
+    return 0;
+  }
+}

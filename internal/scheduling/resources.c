@@ -116,3 +116,26 @@ void sched_opts_shrink(const struct sched_solver *s,
     newthr[r] = pos;
   }
 }
+
+static int64_t list_sum(const struct carp_sched_quantity *q, size_t n,
+                        const char *name)
+{
+  int64_t v = 0;
+  for (size_t i = 0; i < n; i++)
+    if (q[i].name && strcmp(q[i].name, name) == 0)
+      v += q[i].milli;
+  return v;
+}
+
+int64_t carp_sched_allocatable(const struct carp_sched_instance_type *it,
+                               const char *name)
+{
+  int64_t v;
+  if (!it || !name)
+    return 0;
+  v = list_sum(it->capacity, it->ncapacity, name) -
+      list_sum(it->kube_reserved, it->nkube_reserved, name) -
+      list_sum(it->system_reserved, it->nsystem_reserved, name) -
+      list_sum(it->eviction_threshold, it->neviction_threshold, name);
+  return v > 0 ? v : 0;
+}

@@ -461,7 +461,7 @@ struct sched_solver {
   int64_t *minreq;        /* [R] smallest request of any group */
   uint32_t nnew;          /* claims opened */
   /* scratch */
-  uint64_t *scr, *scr2;
+  uint64_t *scr, *scr2, *scr_lim;
   int64_t *vtmp;
   uint32_t *thrtmp;
   uint64_t *dtmp, *dtmp2; /* domain bitsets */

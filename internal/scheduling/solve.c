@@ -248,6 +248,7 @@ uint32_t sched_open_claim(struct sched_solver *s, struct sched_group *g,
     b->opts = sched_alloc(&s->arena, s->twords * sizeof(uint64_t));
     b->thr = sched_zalloc(&s->arena, R * sizeof(uint32_t));
     memcpy(b->opts, pool->types, s->twords * sizeof(uint64_t));
+    memset(s->scr_lim, 0, s->twords * sizeof(uint64_t));
     if (pool->limited) {
       uint32_t breach = SCHED_NONE;
       const uint64_t *compat = sched_pool_compat(s, pool, rs);
@@ -258,6 +259,7 @@ uint32_t sched_open_claim(struct sched_solver *s, struct sched_group *g,
           if (pool->remaining[r] != INT64_MAX &&
               s->types[t].cap[r] > pool->remaining[r]) {
             bs_clr(b->opts, t);
+            bs_set(s->scr_lim, t);
             if (bs_get(compat, t) && breach == SCHED_NONE)
               breach = r;
             break;
@@ -277,8 +279,24 @@ uint32_t sched_open_claim(struct sched_solver *s, struct sched_group *g,
     bs_set(s->open, bi);
     if (!sched_try_place(s, g, bi, kmax, &f)) {
       uint32_t detail = f.detail;
-      if (f.reason == CARP_SCHED_REASON_RESOURCES)
+      if (f.reason == CARP_SCHED_REASON_RESOURCES) {
         detail = short_dim(s, pool, g, rs);
+        /* a type the limit removed would have held it: say so */
+        for (size_t t = bs_next(s->scr_lim, s->twords, 0); t != SIZE_MAX;
+             t = bs_next(s->scr_lim, s->twords, t + 1)) {
+          if (!bs_get(sched_pool_compat(s, pool, rs), t) ||
+              !sched_fit_count(s, b->used, g->req, &pool->cap[t * R], 1))
+            continue;
+          f.reason = CARP_SCHED_REASON_LIMIT;
+          for (uint32_t r = 0; r < R; r++)
+            if (pool->remaining[r] != INT64_MAX &&
+                s->types[t].cap[r] > pool->remaining[r]) {
+              detail = r;
+              break;
+            }
+          break;
+        }
+      }
       sched_bin_discard(s, bi);
       sched_refuse(s, g, pi, f.reason, detail, 0, 0);
       continue;
@@ -460,6 +478,7 @@ int carp_sched_solve(const struct carp_sched_problem *p,
 
   s->scr = sched_zalloc(&s->arena, (s->twords + 1) * sizeof(uint64_t));
   s->scr2 = sched_zalloc(&s->arena, (s->twords + 1) * sizeof(uint64_t));
+  s->scr_lim = sched_zalloc(&s->arena, (s->twords + 1) * sizeof(uint64_t));
   s->vtmp = sched_zalloc(&s->arena, (s->R + 1) * sizeof(int64_t));
   s->thrtmp = sched_zalloc(&s->arena, (s->R + 1) * sizeof(uint32_t));
   s->assign = sched_alloc(&s->arena, (p->npods + 1) * sizeof(uint32_t));
