@@ -376,6 +376,22 @@ static void test_validation_sizes(void **state)
                              "at most 50 items");
   carp_free(reason);
   carp_json_free(v);
+
+  /* A huge schedule is refused as too long, quickly (POSIX regular
+   * expressions are not linear on it). */
+  carp_buf_reset(&b);
+  carp_buf_puts(&b, HDR "spec: {template: {spec: {" REF
+                        ", requirements: []}}, disruption: {consolidateAfter: "
+                        "0s, budgets: [{nodes: '1', duration: 1h, schedule: '");
+  for (i = 0; i < 100000; i++)
+    carp_buf_putc(&b, 'a');
+  carp_buf_puts(&b, "'}]}}\n");
+  v = yaml_json(carp_buf_cstr(&b));
+  assert_int_equal(carp_nodepool_validate(v, &reason), CARP_EINVALID);
+  assert_one_problem(reason, "spec.disruption.budgets[0].schedule: Too long: "
+                             "may not be more than 4096 bytes");
+  carp_free(reason);
+  carp_json_free(v);
   carp_buf_free(&b);
 }
 
