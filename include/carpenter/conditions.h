@@ -59,6 +59,8 @@ extern const struct carp_condset carp_condset_nodeclaim;
 extern const struct carp_condset carp_condset_nodeclass;
 
 #define CARP_COND_READY "Ready"
+#define CARP_COND_VALIDATION_SUCCEEDED                                         \
+  "ValidationSucceeded" /* pools, classes */
 
 /* Parses "True", "False", "Unknown" (anything else is Unknown). */
 enum carp_cond_status carp_cond_status_parse(const char *s);

@@ -27,12 +27,11 @@
 #include "carpenter/object.h"
 #include "carpenter/spechash.h"
 
-/* NodePool condition types and the reason Carpenter uses for a broken
- * spec (Karpenter's). */
-#define CARP_COND_VALIDATION_SUCCEEDED "ValidationSucceeded"
-#define CARP_COND_NODECLASS_READY      "NodeClassReady"
-#define CARP_COND_NODE_REG_HEALTHY     "NodeRegistrationHealthy"
-#define CARP_REASON_NODEPOOL_INVALID   "NodePoolValidationFailed"
+/* NodePool condition types (besides ValidationSucceeded, in conditions.h)
+ * and the reason Carpenter uses for a broken spec (Karpenter's). */
+#define CARP_COND_NODECLASS_READY    "NodeClassReady"
+#define CARP_COND_NODE_REG_HEALTHY   "NodeRegistrationHealthy"
+#define CARP_REASON_NODEPOOL_INVALID "NodePoolValidationFailed"
 
 /* The hash-version value Carpenter writes (see carp_nodepool_hash). It is
  * not Karpenter's "v3": a NodeClaim stamped by Karpenter is re-stamped,
