@@ -58,9 +58,10 @@ extern const struct carp_condset carp_condset_nodepool;
 extern const struct carp_condset carp_condset_nodeclaim;
 extern const struct carp_condset carp_condset_nodeclass;
 
-#define CARP_COND_READY "Ready"
-#define CARP_COND_VALIDATION_SUCCEEDED                                         \
-  "ValidationSucceeded" /* pools, classes */
+/* The root condition, and the validation condition of NodePools and
+ * ProxmoxNodeClasses. */
+#define CARP_COND_READY                "Ready"
+#define CARP_COND_VALIDATION_SUCCEEDED "ValidationSucceeded"
 
 /* Parses "True", "False", "Unknown" (anything else is Unknown). */
 enum carp_cond_status carp_cond_status_parse(const char *s);
