@@ -9,6 +9,7 @@
 #include <regex.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "carpenter/alloc.h"
@@ -110,7 +111,7 @@ static struct rx *rx_get(const char *pattern)
     if (rx_cache[i].pattern == pattern || !strcmp(rx_cache[i].pattern, pattern))
       return &rx_cache[i];
   if (rx_n == CARP_ARRAY_LEN(rx_cache))
-    return NULL;
+    abort(); /* a new pattern was added: grow rx_cache */
   /* RE2 classes the CRDs use, in POSIX terms. */
   carp_buf_init(&t, CARP_BUF_UNLIMITED);
   for (p = pattern; *p; p++) {
@@ -139,7 +140,12 @@ static struct rx *rx_get(const char *pattern)
 
 int v_match(const char *pattern, const char *s)
 {
-  struct rx *r = rx_get(pattern);
+  struct rx *r;
+  /* POSIX matchers are not linear like RE2: a huge string against
+   * "(.+)\s(.+)..." would stall the loop. No real field comes close. */
+  if (strlen(s) > V_MAX_MATCH_LEN)
+    return 0;
+  r = rx_get(pattern);
   if (!r || !r->ok)
     return 0;
   return regexec(&r->re, s, 0, NULL, 0) == 0;
@@ -201,7 +207,11 @@ void v_check_str(struct vctx *v, const char *path, const char *s,
   if (rule->minlen && len < rule->minlen)
     v_err(v, path, "Invalid value: %s: should be at least %zu chars long",
           quoted(q, sizeof(q), s), rule->minlen);
-  if (rule->pattern && !v_match(rule->pattern, s))
+  if (rule->pattern && len > V_MAX_MATCH_LEN) {
+    if (!rule->maxlen || len <= rule->maxlen)
+      v_err(v, path, "Too long: may not be more than %d bytes",
+            V_MAX_MATCH_LEN);
+  } else if (rule->pattern && !v_match(rule->pattern, s))
     v_err(v, path, "Invalid value: %s: should match '%s'",
           quoted(q, sizeof(q), s), rule->pattern);
   if (rule->enums) {

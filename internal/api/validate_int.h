@@ -39,6 +39,10 @@ const char *v_sub(char *out, const char *path, const char *field);
 const char *v_idx(char *out, const char *path, size_t i);
 const char *v_key(char *out, const char *path, const char *key);
 
+/* Longest string checked against a pattern (Carpenter's limit, far above
+ * any real value; longer ones are refused as too long). */
+#define V_MAX_MATCH_LEN 4096
+
 /* Whether s matches the CRD pattern (an anchored RE2 pattern of the kinds
  * the CRDs use; \d, \s and \/ are translated to POSIX). */
 int v_match(const char *pattern, const char *s);
