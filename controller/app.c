@@ -17,6 +17,7 @@
 
 #include "carpenter/alloc.h"
 #include "carpenter/api.h"
+#include "carpenter/cluster.h"
 #include "carpenter/error.h"
 #include "carpenter/events.h"
 #include "carpenter/health.h"
@@ -26,8 +27,11 @@
 #include "carpenter/kube.h"
 #include "carpenter/kubeconfig.h"
 #include "carpenter/leader.h"
+#include "carpenter/lifecycle.h"
 #include "carpenter/log.h"
 #include "carpenter/metrics.h"
+#include "carpenter/provisioner.h"
+#include "carpenter/pve.h"
 #include "carpenter/rand.h"
 #include "carpenter/server.h"
 #include "carpenter/version.h"
@@ -49,8 +53,10 @@ struct app {
   struct carp_server *health_server;
   struct carp_kube_config kcfg;
   struct carp_kube *kube;
-  struct carp_informer *informers[MAX_INFORMERS];
-  int ninformers;
+  struct carp_cluster *cluster;
+  struct carp_provider *provider;
+  struct carp_provisioner *provisioner;
+  struct carp_lifecycle *lifecycle;
   struct carp_leader *leader;
   char *lease_namespace;
   char identity[320]; /* this replica: hostname_random */
@@ -60,7 +66,9 @@ struct app {
   int crd_check_busy;
   int stopping;
   int exit_code;
-  int closing_users; /* modules still closing before the kube client */
+  int config_error;        /* exit 2 */
+  int closing_controllers; /* phase 1 of shutdown */
+  int closing_users;       /* phase 2: what the controllers use */
   struct carp_metric *m_synced;
 };
 
@@ -79,6 +87,7 @@ static void on_kube_closed(void *arg)
   (void)arg;
 }
 
+/* Phase 3: the Kubernetes client, once nothing uses it. */
 static void on_user_closed(void *arg)
 {
   struct app *a = arg;
@@ -89,9 +98,35 @@ static void on_user_closed(void *arg)
   a->kube = NULL;
 }
 
+/* Phase 2: what the controllers use (the cluster state, the provider,
+ * leader election, events), once every controller has stopped. */
+static void on_controller_closed(void *arg)
+{
+  struct app *a = arg;
+  if (--a->closing_controllers > 0)
+    return;
+  a->closing_users = 1; /* held until every close below is started */
+  if (a->provider) {
+    a->closing_users++;
+    carp_provider_close(a->provider, on_user_closed, a);
+  }
+  if (a->leader) {
+    a->closing_users++;
+    carp_leader_close(a->leader, on_user_closed, a);
+  }
+  if (a->cluster) {
+    a->closing_users++;
+    carp_cluster_close(a->cluster, on_user_closed, a);
+  }
+  if (a->recorder) {
+    a->closing_users++;
+    carp_recorder_close(a->recorder, on_user_closed, a);
+  }
+  on_user_closed(a);
+}
+
 static void app_stop(struct app *a, int exit_code)
 {
-  int i;
   if (a->stopping)
     return;
   a->stopping = 1;
@@ -100,21 +135,17 @@ static void app_stop(struct app *a, int exit_code)
   uv_unref((uv_handle_t *)&a->deadline);
   uv_timer_stop(&a->crd_timer);
 
-  /* Everything that uses the Kubernetes client closes first. */
-  a->closing_users = 1; /* held until every close below is started */
-  if (a->leader) {
-    a->closing_users++;
-    carp_leader_close(a->leader, on_user_closed, a);
+  /* Phase 1: controllers stop acting and finish what is in flight. */
+  a->closing_controllers = 1;
+  if (a->provisioner) {
+    a->closing_controllers++;
+    carp_provisioner_close(a->provisioner, on_controller_closed, a);
   }
-  for (i = 0; i < a->ninformers; i++) {
-    a->closing_users++;
-    carp_informer_close(a->informers[i], on_user_closed, a);
+  if (a->lifecycle) {
+    a->closing_controllers++;
+    carp_lifecycle_close(a->lifecycle, on_controller_closed, a);
   }
-  if (a->recorder) {
-    a->closing_users++;
-    carp_recorder_close(a->recorder, on_user_closed, a);
-  }
-  on_user_closed(a);
+  on_controller_closed(a);
 
   if (a->metrics_server)
     carp_server_close(a->metrics_server, NULL, NULL);
@@ -140,14 +171,11 @@ static void on_signal(uv_signal_t *s, int signum)
 static int check_synced(void *arg, struct carp_buf *why)
 {
   struct app *a = arg;
-  int i, ok = 1;
-  for (i = 0; i < a->ninformers; i++) {
-    if (!carp_informer_synced(a->informers[i])) {
-      carp_buf_printf(why, "%s%s", ok ? "not synced: " : ", ",
-                      carp_informer_kind(a->informers[i])->name);
-      ok = 0;
-    }
-  }
+  int i, ok = a->cluster && carp_cluster_synced(a->cluster);
+  for (i = 0; a->cluster && i < a->cluster->nall; i++)
+    if (!carp_informer_synced(a->cluster->all[i]))
+      carp_buf_printf(why, "%s%s", why->len ? ", " : "not synced: ",
+                      carp_informer_kind(a->cluster->all[i])->name);
   carp_metric_set(a->m_synced, NULL, ok);
   return ok;
 }
@@ -211,6 +239,10 @@ static void on_started_leading(void *arg)
                                 .namespace = a->lease_namespace,
                                 .name = a->opts->leader_election_name,
                                 .uid = NULL};
+  if (a->provisioner)
+    carp_provisioner_set_active(a->provisioner, 1);
+  if (a->lifecycle)
+    carp_lifecycle_set_active(a->lifecycle, 1);
   /* As client-go's leader election does, say so on the Lease. */
   carp_recorder_event(a->recorder, &t, CARP_EVENT_NORMAL, "LeaderElection",
                       "%s became leader", carp_leader_identity(a->leader));
@@ -273,31 +305,59 @@ static int load_kube_config(struct app *a)
   return 0;
 }
 
-static const char *pod_node_index(const struct carp_objmeta *m)
+static int start_provider(struct app *a)
 {
-  return ((const struct carp_pod *)m)->node_name;
-}
-
-static const char *node_provider_index(const struct carp_objmeta *m)
-{
-  return ((const struct carp_node *)m)->provider_id;
-}
-
-static int add_informer(struct app *a, const struct carp_kind *kind,
-                        carp_store_index_fn index)
-{
-  struct carp_informer_options io;
-  struct carp_informer *inf;
+  struct carp_pve_config cfg;
+  struct carp_pve_provider_options po;
+  char *err = NULL;
   int rc;
-  memset(&io, 0, sizeof(io));
-  io.kind = kind;
-  rc = carp_informer_new(&a->loop, a->kube, &io, &inf);
+  if (!a->opts->pve_config) {
+    CARP_LOG_WARN("main", "no --pve-config given: watching the cluster but "
+                          "not provisioning");
+    return 0;
+  }
+  rc = carp_pve_config_load(a->opts->pve_config, &cfg, &err);
+  if (rc) {
+    CARP_LOG_ERROR("main", "invalid Proxmox VE configuration",
+                   CARP_F_STR("problem", err ? err : carp_strerror(rc)));
+    carp_free(err);
+    a->config_error = 1;
+    return rc;
+  }
+  memset(&po, 0, sizeof(po));
+  po.config = &cfg;
+  po.cluster_name = a->opts->cluster_name;
+  rc = carp_pve_provider_new(&a->loop, &po, &a->provider);
+  carp_pve_config_free(&cfg);
+  if (rc) {
+    CARP_LOG_ERROR("main", "cannot start the Proxmox provider", CARP_F_ERR(rc));
+    return rc;
+  }
+  carp_provider_set_metrics(a->provider, a->metrics);
+  return 0;
+}
+
+static int start_controllers(struct app *a)
+{
+  struct carp_provisioner_options po;
+  struct carp_lifecycle_options lo;
+  int rc;
+  if (!a->provider)
+    return 0;
+  memset(&po, 0, sizeof(po));
+  po.batch_idle_ms = (uint64_t)a->opts->batch_idle_ms;
+  po.batch_max_ms = (uint64_t)a->opts->batch_max_ms;
+  po.recorder = a->recorder;
+  po.metrics = a->metrics;
+  rc = carp_provisioner_new(&a->loop, a->cluster, a->kube, a->provider, &po,
+                            &a->provisioner);
   if (rc)
     return rc;
-  if (index)
-    carp_informer_add_index(inf, index);
-  a->informers[a->ninformers++] = inf;
-  return 0;
+  memset(&lo, 0, sizeof(lo));
+  lo.recorder = a->recorder;
+  lo.metrics = a->metrics;
+  return carp_lifecycle_new(&a->loop, a->cluster, a->kube, a->provider, &lo,
+                            &a->lifecycle);
 }
 
 /* The replica's identity names it in the Lease, in events and in the
@@ -321,7 +381,7 @@ static int start_kube(struct app *a)
   struct carp_kube_options ko;
   struct carp_recorder_options ro;
   const char *ns;
-  int rc, i;
+  int rc;
 
   make_identity(a);
   memset(&ko, 0, sizeof(ko));
@@ -336,18 +396,19 @@ static int start_kube(struct app *a)
                    CARP_F_ERR(rc));
     return rc;
   }
-  if ((rc = add_informer(a, &carp_kind_pod, pod_node_index)) ||
-      (rc = add_informer(a, &carp_kind_node, node_provider_index)) ||
-      (rc = add_informer(a, &carp_kind_pdb, NULL)) ||
-      (rc = add_informer(a, &carp_kind_daemonset, NULL)))
+  rc = carp_cluster_new(&a->loop, a->kube, a->metrics, &a->cluster);
+  if (rc)
     return rc;
-  for (i = 0; i < a->ninformers; i++)
-    carp_informer_start(a->informers[i]);
-
   memset(&ro, 0, sizeof(ro));
   ro.metrics = a->metrics;
   ro.instance = a->identity;
   rc = carp_recorder_new(&a->loop, a->kube, &ro, &a->recorder);
+  if (rc)
+    return rc;
+  if ((rc = start_provider(a)) || (rc = start_controllers(a)))
+    return rc;
+  /* Handlers are in: the caches may fill now. */
+  rc = carp_cluster_start(a->cluster);
   if (rc)
     return rc;
 
@@ -356,6 +417,10 @@ static int start_kube(struct app *a)
   if (!a->opts->leader_elect) {
     CARP_LOG_INFO("main", "leader election disabled: acting as the only "
                           "replica");
+    if (a->provisioner)
+      carp_provisioner_set_active(a->provisioner, 1);
+    if (a->lifecycle)
+      carp_lifecycle_set_active(a->lifecycle, 1);
     return 0;
   }
   ns = a->opts->leader_election_namespace;
@@ -440,7 +505,7 @@ int carp_app_run(const struct carp_options *opts)
   rc = app_init(a);
   if (rc) {
     CARP_LOG_ERROR("main", "cannot start", CARP_F_ERR(rc));
-    app_stop(a, 1);
+    app_stop(a, a->config_error ? 2 : 1);
   }
   uv_run(&a->loop, UV_RUN_DEFAULT);
   /* Anything still open here is a bug in a module's close path: say so

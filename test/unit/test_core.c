@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "carpenter/alloc.h"
+#include "carpenter/arena.h"
 #include "carpenter/backoff.h"
 #include "carpenter/base64.h"
 #include "carpenter/buf.h"
@@ -485,6 +486,27 @@ static void test_intern(void **state)
   assert_int_equal(carp_intern_count(), before);
 }
 
+static void test_arena(void **state)
+{
+  struct carp_arena a;
+  char *s;
+  carp_arena_init(&a);
+  for (int i = 0; i < 10000; i++) {
+    int *p = carp_arena_array(&a, (size_t)(i % 37) + 1, sizeof(int));
+    assert_int_equal((uintptr_t)p % sizeof(void *), 0);
+    assert_int_equal(p[0], 0); /* zeroed */
+    p[i % 37] = i;
+  }
+  s = carp_arena_strdup(&a, "hello");
+  assert_string_equal(s, "hello");
+  assert_null(carp_arena_strdup(&a, NULL));
+  /* Bigger than a chunk. */
+  memset(carp_arena_alloc(&a, 5 * 1024 * 1024), 1, 5 * 1024 * 1024);
+  assert_true(a.used > 5 * 1024 * 1024);
+  carp_arena_free(&a);
+  assert_int_equal(a.used, 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -500,6 +522,7 @@ int main(void)
       cmocka_unit_test(test_map),
       cmocka_unit_test(test_base64),
       cmocka_unit_test(test_intern),
+      cmocka_unit_test(test_arena),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,153 @@
+/* Cluster state: the informers every controller reads, their indexes, and
+ * the bookkeeping the caches cannot show yet (Karpenter's cluster state).
+ *
+ *  - NodeClaims are joined to Nodes by provider ID.
+ *  - NodeClaims created by this process but not yet seen by the informer
+ *    are remembered ("expected"), so a second provisioning batch never
+ *    double-counts capacity or NodePool usage in that window.
+ *  - Pods nominated to a node or NodeClaim (by provisioning) are
+ *    remembered until they bind, or for a while, so the next batch counts
+ *    them as using that capacity and disruption leaves those nodes alone.
+ *  - The last time a pod arrived on or left each node (consolidateAfter).
+ *  - NodeClaims marked for deletion by a disruption decision.
+ *
+ * Controllers add their informer handlers between carp_cluster_new() and
+ * carp_cluster_start(). Nothing is decided before carp_cluster_synced(). */
+#ifndef CARP_CLUSTER_H
+#define CARP_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "carpenter/api.h"
+#include "carpenter/informer.h"
+#include "carpenter/kube.h"
+#include "carpenter/nodeclaim.h"
+#include "carpenter/nodeclass.h"
+#include "carpenter/nodepool.h"
+
+struct carp_metrics;
+
+struct carp_cluster {
+  uv_loop_t *loop;
+  struct carp_kube *kube;
+  struct carp_informer *pods;
+  struct carp_informer *nodes;
+  struct carp_informer *nodeclaims;
+  struct carp_informer *nodepools;
+  struct carp_informer *nodeclasses;
+  struct carp_informer *pdbs;
+  struct carp_informer *daemonsets;
+  struct carp_informer *all[7];
+  int nall;
+  void *priv; /* state.c's bookkeeping */
+};
+
+/* Store index ids. */
+#define CARP_IDX_POD_NODE       0 /* pods by spec.nodeName */
+#define CARP_IDX_NODE_PROVIDER  0 /* nodes by spec.providerID */
+#define CARP_IDX_CLAIM_PROVIDER 0 /* nodeclaims by status.providerID */
+#define CARP_IDX_CLAIM_NODEPOOL 1 /* nodeclaims by karpenter.sh/nodepool */
+
+int carp_cluster_new(uv_loop_t *loop, struct carp_kube *kube,
+                     struct carp_metrics *metrics, struct carp_cluster **out);
+int carp_cluster_start(struct carp_cluster *c);
+void carp_cluster_close(struct carp_cluster *c, void (*cb)(void *arg),
+                        void *arg);
+/* Every informer has listed once. */
+int carp_cluster_synced(const struct carp_cluster *c);
+
+/* Lookups (borrowed pointers, valid until the caches next change). */
+const struct carp_node *carp_cluster_node(const struct carp_cluster *c,
+                                          const char *name);
+const struct carp_node *
+carp_cluster_node_by_provider(const struct carp_cluster *c,
+                              const char *provider_id);
+const struct carp_nodeclaim *
+carp_cluster_nodeclaim(const struct carp_cluster *c, const char *name);
+const struct carp_nodeclaim *
+carp_cluster_nodeclaim_by_provider(const struct carp_cluster *c,
+                                   const char *provider_id);
+/* The NodeClaim of a Node (by provider ID), or NULL. */
+const struct carp_nodeclaim *
+carp_cluster_nodeclaim_of_node(const struct carp_cluster *c,
+                               const struct carp_node *node);
+/* The Node of a NodeClaim (by provider ID), or NULL. */
+const struct carp_node *
+carp_cluster_node_of_nodeclaim(const struct carp_cluster *c,
+                               const struct carp_nodeclaim *nc);
+const struct carp_nodepool *carp_cluster_nodepool(const struct carp_cluster *c,
+                                                  const char *name);
+const struct carp_nodeclass *
+carp_cluster_nodeclass(const struct carp_cluster *c, const char *name);
+struct carp_objmeta *const *
+carp_cluster_pods_on_node(const struct carp_cluster *c, const char *node,
+                          size_t *n);
+struct carp_objmeta *const *
+carp_cluster_nodeclaims_of_pool(const struct carp_cluster *c,
+                                const char *nodepool, size_t *n);
+
+/* A pod that must move if its node goes away: not a DaemonSet or mirror
+ * pod, not finished, not being deleted. */
+int carp_pod_is_reschedulable(const struct carp_pod *p);
+/* Provisioning should act for this pod (Karpenter's IsProvisionable). */
+int carp_pod_is_provisionable(const struct carp_pod *p);
+
+/* ---- expected NodeClaims ---- */
+
+/* Remembers a NodeClaim just created, with the capacity it may take (the
+ * largest of its instance-type options), until the informer sees it or 60
+ * seconds pass. */
+void carp_cluster_expect_claim(struct carp_cluster *c, const char *name,
+                               const char *nodepool,
+                               const struct carp_resources *max_capacity);
+/* The NodePool's usage: capacity of its NodeClaims (status.capacity once
+ * launched, else the expectation recorded for them) plus expected ones,
+ * and their number. */
+void carp_cluster_nodepool_usage(const struct carp_cluster *c,
+                                 const char *nodepool,
+                                 struct carp_resources *usage, int64_t *nodes);
+/* The capacity remembered for a NodeClaim not launched yet (borrowed; NULL
+ * when unknown). */
+const struct carp_resources *
+carp_cluster_expected_capacity(const struct carp_cluster *c, const char *name);
+
+/* The shape a NodeClaim not launched yet may take, from its NodeClass and
+ * the instance types its requirements allow: the largest capacity (for
+ * limits) and the smallest allocatable (what is sure to fit). Either out
+ * may be NULL. Returns 0, or CARP_ENOENT when the class is unknown. */
+int carp_cluster_claim_shape(const struct carp_cluster *c,
+                             const struct carp_nodeclaim *nc,
+                             struct carp_resources *max_capacity,
+                             struct carp_resources *min_allocatable);
+
+/* ---- nominations ---- */
+
+/* Pod (by UID) should land on target (a node or NodeClaim name) within
+ * ttl_ms; counted against the target's capacity until then or until it is
+ * bound. */
+void carp_cluster_nominate(struct carp_cluster *c, const char *pod_uid,
+                           const char *target, uint64_t ttl_ms);
+/* The target a pod is nominated to, or NULL. */
+const char *carp_cluster_nomination(const struct carp_cluster *c,
+                                    const char *pod_uid);
+/* Whether a node or NodeClaim has live nominations. */
+int carp_cluster_is_nominated(const struct carp_cluster *c, const char *target);
+
+/* ---- node activity ---- */
+
+/* Last time (epoch ms) a pod arrived on or left the node; 0 when unknown
+ * since start-up. */
+int64_t carp_cluster_last_pod_event(const struct carp_cluster *c,
+                                    const char *node);
+
+/* ---- disruption marks ---- */
+
+void carp_cluster_mark_for_deletion(struct carp_cluster *c,
+                                    const char *nodeclaim);
+void carp_cluster_unmark(struct carp_cluster *c, const char *nodeclaim);
+int carp_cluster_is_marked(const struct carp_cluster *c, const char *nodeclaim);
+
+#endif

@@ -1,0 +1,452 @@
+/* launch.c: the Launched step. A create runs beside the work queue (it can
+ * take minutes: clone, configure, start); the NodeClaim's reconcile ends
+ * at once and the create's callback queues the NodeClaim again, which then
+ * writes the result: labels first, then status (Launched=True, provider
+ * ID, capacity), each conditional on the resourceVersion the previous
+ * write returned. The result is kept until the cache shows Launched=True,
+ * so a stale cache never starts a second create.
+ *
+ * The provider writes the VMID ahead through the reserve hook before it
+ * clones; that write carries a resourceVersion precondition too, so a
+ * NodeClaim changed or deleted meanwhile is never cloned for. */
+#include <stdio.h>
+#include <string.h>
+
+#include "carpenter/alloc.h"
+#include "carpenter/base64.h"
+#include "carpenter/error.h"
+#include "carpenter/json.h"
+#include "carpenter/log.h"
+#include "lifecycle_int.h"
+
+struct launch_ctx {
+  struct carp_lifecycle *l;
+  char *key;
+  struct carp_nodeclaim *nc; /* a reference, held during the create */
+  struct carp_nodeclass *cls;
+  char *userdata;
+  size_t userdata_len;
+};
+
+struct reserve_ctx {
+  struct carp_lifecycle *l;
+  char *key;
+  carp_provider_reserved_cb done;
+  void *token;
+};
+
+/* ---- the write-ahead hook ---- */
+
+static void on_reserved(const struct carp_kube_result *res, void *arg)
+{
+  struct reserve_ctx *r = arg;
+  struct carp_lifecycle *l = r->l;
+  struct claim_mem *m = carp_map_gets(&l->mem, r->key);
+  const char *rv =
+      carp_json_str(res->body, "metadata", "resourceVersion", NULL);
+  if (!res->err && m && rv) {
+    carp_free(m->reserved_rv);
+    m->reserved_rv = carp_strdup(rv);
+  }
+  if (res->err)
+    CARP_LOG_WARN("lifecycle", "could not record the VM before cloning",
+                  CARP_F_STR("nodeclaim", r->key), CARP_F_ERR(res->err));
+  r->done(r->token, res->err);
+  carp_free(r->key);
+  carp_free(r);
+  carp__lc_unpend(l);
+}
+
+static void reserve(const struct carp_nodeclaim *nc,
+                    const struct carp_provider_reservation *res,
+                    carp_provider_reserved_cb done, void *token, void *arg)
+{
+  struct carp_lifecycle *l = arg;
+  const struct carp_nodeclaim *cur =
+      carp_cluster_nodeclaim(l->cluster, nc->meta.name);
+  struct claim_mem *m = carp_map_gets(&l->mem, nc->meta.name);
+  struct reserve_ctx *r;
+  struct carp_kube_ref ref = {.group = CARP_KARPENTER_GROUP,
+                              .version = CARP_KARPENTER_VERSION,
+                              .resource = "nodeclaims",
+                              .name = nc->meta.name};
+  struct carp_buf body;
+  struct carp_jw w;
+  const char *rv;
+  int rc;
+
+  if (!cur || strcmp(cur->meta.uid, nc->meta.uid) || cur->meta.deletion_ms) {
+    done(token, CARP_ECANCELED);
+    return;
+  }
+  /* Our own last write is newer than the cache, if we made one. */
+  rv = m && m->reserved_rv ? m->reserved_rv : cur->meta.resource_version;
+  carp_buf_init(&body, 4096);
+  carp_jw_init(&w, &body);
+  carp_jw_obj(&w);
+  carp_jw_key(&w, "metadata");
+  carp_jw_obj(&w);
+  carp_jw_kstr(&w, "resourceVersion", rv);
+  carp_jw_key(&w, "annotations");
+  carp_jw_obj(&w);
+  carp_jw_kstr(&w, CARP_ANN_VM, res->value);
+  carp_jw_obj_end(&w);
+  carp_jw_obj_end(&w);
+  carp_jw_obj_end(&w);
+  carp_jw_finish(&w);
+  r = CARP_NEW(struct reserve_ctx);
+  r->l = l;
+  r->key = carp_strdup(nc->meta.name);
+  r->done = done;
+  r->token = token;
+  l->pending++;
+  rc = carp_kube_patch(l->kube, &ref, CARP_PATCH_MERGE, body.ptr, body.len, 1,
+                       on_reserved, r);
+  carp_buf_free(&body);
+  if (rc) {
+    l->pending--;
+    carp_free(r->key);
+    carp_free(r);
+    done(token, rc);
+  }
+}
+
+/* ---- the create ---- */
+
+static void launch_ctx_free(struct launch_ctx *c)
+{
+  carp_obj_unref(&c->nc->meta);
+  if (c->cls)
+    carp_obj_unref(&c->cls->meta);
+  carp_free(c->userdata);
+  carp_free(c->key);
+  carp_free(c);
+}
+
+static void on_created(int status, const struct carp_provider_instance *inst,
+                       const struct carp_provider_error *err, void *arg)
+{
+  struct launch_ctx *c = arg;
+  struct carp_lifecycle *l = c->l;
+  struct claim_mem *m = carp_map_gets(&l->mem, c->key);
+  if (m && m->launch) {
+    m->launch = NULL;
+    m->launch_done = 1;
+    m->launch_status = status;
+    if (inst)
+      m->inst = *inst;
+    memset(&m->inst.capacity, 0, sizeof(m->inst.capacity));
+    memset(&m->inst.allocatable, 0, sizeof(m->inst.allocatable));
+    if (inst) {
+      carp_resources_copy(&m->inst.capacity, &inst->capacity);
+      carp_resources_copy(&m->inst.allocatable, &inst->allocatable);
+    }
+    if (err)
+      m->err = *err;
+    else
+      memset(&m->err, 0, sizeof(m->err));
+    if (status == 0)
+      CARP_LOG_INFO("lifecycle", "launched nodeclaim",
+                    CARP_F_STR("nodeclaim", c->key),
+                    CARP_F_STR("providerID", inst ? inst->provider_id : ""),
+                    CARP_F_STR("instanceType", inst ? inst->instance_type : ""),
+                    CARP_F_STR("zone", inst ? inst->zone : ""));
+  }
+  if (!l->closing)
+    carp_workqueue_add(l->queue, c->key);
+  launch_ctx_free(c);
+  carp__lc_unpend(l);
+}
+
+static void start_create(struct launch_ctx *c)
+{
+  struct carp_lifecycle *l = c->l;
+  struct claim_mem *m = carp_map_gets(&l->mem, c->key);
+  struct carp_provider_create_req req;
+  int rc;
+  memset(&req, 0, sizeof(req));
+  req.controller = "nodeclaim.lifecycle";
+  req.nodeclaim = c->nc;
+  req.nodeclass = c->cls;
+  req.userdata = c->userdata;
+  req.userdata_len = c->userdata_len;
+  req.reserve = reserve;
+  req.reserve_arg = l;
+  if (!m) {
+    launch_ctx_free(c);
+    return;
+  }
+  l->pending++;
+  rc = carp_provider_create(l->provider, &req, on_created, c, &m->launch);
+  if (rc) {
+    l->pending--;
+    m->launch = NULL;
+    m->launch_done = 1;
+    m->launch_status = rc;
+    snprintf(m->err.reason, sizeof(m->err.reason), "%s",
+             CARP_REASON_LAUNCH_FAILED);
+    snprintf(m->err.message, sizeof(m->err.message), "%s", carp_strerror(rc));
+    carp_workqueue_add(l->queue, c->key);
+    launch_ctx_free(c);
+  }
+}
+
+static void on_secret(const struct carp_kube_result *res, void *arg)
+{
+  struct launch_ctx *c = arg;
+  struct carp_lifecycle *l = c->l;
+  const char *key = c->cls->spec.userdata_secret_key
+                        ? c->cls->spec.userdata_secret_key
+                        : "user-data";
+  const char *b64 = carp_json_str(res->body, "data", key, NULL);
+  struct claim_mem *m = carp_map_gets(&l->mem, c->key);
+  struct carp_buf data;
+  if (m)
+    m->reading_secret = 0;
+  carp_buf_init(&data, 1024 * 1024);
+  if (res->err || !b64 || carp_base64_decode(&data, b64, strlen(b64))) {
+    if (m) {
+      m->launch_done = 1;
+      m->launch_status = res->err ? res->err : CARP_ENOENT;
+      snprintf(m->err.reason, sizeof(m->err.reason), "%s",
+               CARP_REASON_USERDATA_RENDER_FAILED);
+      snprintf(m->err.message, sizeof(m->err.message),
+               "cannot read key %s of Secret %s/%s: %s", key,
+               c->cls->spec.userdata_secret_namespace,
+               c->cls->spec.userdata_secret_name,
+               res->err ? res->message : "missing or not base64");
+    }
+    carp_buf_free(&data);
+    if (!l->closing)
+      carp_workqueue_add(l->queue, c->key);
+    launch_ctx_free(c);
+    carp__lc_unpend(l);
+    return;
+  }
+  c->userdata = carp_buf_steal(&data, &c->userdata_len);
+  if (l->closing || !m)
+    launch_ctx_free(c);
+  else
+    start_create(c);
+  carp__lc_unpend(l);
+}
+
+static void set_unknown(struct carp_lifecycle *l,
+                        const struct carp_nodeclaim *nc, const char *key,
+                        const char *reason, const char *message,
+                        uint64_t retry_ms)
+{
+  struct carp_nodeclaim_status st;
+  int changed;
+  carp_nodeclaim_status_copy(&st, &nc->status);
+  changed = carp_conditions_set(&st.conditions, &carp_condset_nodeclaim,
+                                CARP_COND_LAUNCHED, CARP_COND_UNKNOWN, reason,
+                                message, nc->meta.generation, carp__lc_now());
+  if (changed) {
+    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1, reason, "%s", message);
+    if (carp__lc_write_status(l, nc, &st, NULL, key, carp__lc_after_write))
+      carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+  } else {
+    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, retry_ms);
+  }
+  carp_nodeclaim_status_cleanup(&st);
+}
+
+/* ---- writing the result ---- */
+
+static void on_status_written(struct carp_lifecycle *l, const char *key,
+                              const struct carp_kube_result *res)
+{
+  struct claim_mem *m = carp_map_gets(&l->mem, key);
+  if (!res->err && m)
+    m->launch_status = 1; /* written: wait for the cache to show it */
+  carp__lc_after_write(l, key, res);
+}
+
+static void write_status(struct carp_lifecycle *l,
+                         const struct carp_nodeclaim *nc, const char *key,
+                         struct claim_mem *m, const char *rv)
+{
+  struct carp_nodeclaim_status st;
+  carp_nodeclaim_status_copy(&st, &nc->status);
+  carp_free(st.provider_id);
+  st.provider_id = carp_strdup(m->inst.provider_id);
+  carp_free(st.image_id);
+  st.image_id = m->inst.image_id[0] ? carp_strdup(m->inst.image_id) : NULL;
+  carp_resources_cleanup(&st.capacity);
+  carp_resources_copy(&st.capacity, &m->inst.capacity);
+  carp_resources_cleanup(&st.allocatable);
+  carp_resources_copy(&st.allocatable, &m->inst.allocatable);
+  carp_conditions_set(&st.conditions, &carp_condset_nodeclaim,
+                      CARP_COND_LAUNCHED, CARP_COND_TRUE, "Launched", "",
+                      nc->meta.generation, carp__lc_now());
+  if (carp__lc_write_status(l, nc, &st, rv, key, on_status_written))
+    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+  carp_nodeclaim_status_cleanup(&st);
+}
+
+static void on_labels_written(struct carp_lifecycle *l, const char *key,
+                              const struct carp_kube_result *res)
+{
+  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(l->cluster, key);
+  struct claim_mem *m = carp_map_gets(&l->mem, key);
+  const char *rv =
+      carp_json_str(res->body, "metadata", "resourceVersion", NULL);
+  if (res->err || !nc || !m || !rv) {
+    carp__lc_after_write(l, key, res);
+    return;
+  }
+  /* The labels are in; the status follows with the new version. */
+  write_status(l, nc, key, m, rv);
+}
+
+static void write_labels(struct carp_lifecycle *l,
+                         const struct carp_nodeclaim *nc, const char *key,
+                         struct claim_mem *m)
+{
+  const struct carp_provider_instance *in = &m->inst;
+  struct carp_buf body;
+  struct carp_jw w;
+  char num[32];
+  carp_buf_init(&body, 8192);
+  carp_jw_init(&w, &body);
+  carp_jw_obj(&w);
+  carp_jw_key(&w, "metadata");
+  carp_jw_obj(&w);
+  carp_jw_kstr(&w, "resourceVersion",
+               m->reserved_rv ? m->reserved_rv : nc->meta.resource_version);
+  carp_jw_key(&w, "labels");
+  carp_jw_obj(&w);
+  if (in->instance_type[0])
+    carp_jw_kstr(&w, "node.kubernetes.io/instance-type", in->instance_type);
+  carp_jw_kstr(&w, "topology.kubernetes.io/zone", in->zone);
+  carp_jw_kstr(&w, "topology.kubernetes.io/region", in->region);
+  carp_jw_kstr(&w, CARP_LABEL_CAPACITY_TYPE_KEY,
+               in->capacity_type[0] ? in->capacity_type : "on-demand");
+  carp_jw_kstr(&w, "kubernetes.io/arch", "amd64");
+  carp_jw_kstr(&w, "kubernetes.io/os", "linux");
+  if (in->family[0])
+    carp_jw_kstr(&w, "carpenter.dev/instance-family", in->family);
+  if (in->cpu) {
+    snprintf(num, sizeof(num), "%d", in->cpu);
+    carp_jw_kstr(&w, "carpenter.dev/instance-cpu", num);
+  }
+  if (in->memory) {
+    snprintf(num, sizeof(num), "%lld", (long long)(in->memory >> 20));
+    carp_jw_kstr(&w, "carpenter.dev/instance-memory", num);
+  }
+  carp_jw_obj_end(&w);
+  carp_jw_obj_end(&w);
+  carp_jw_obj_end(&w);
+  carp_jw_finish(&w);
+  if (carp__lc_patch(l, key, CARP_KARPENTER_GROUP, CARP_KARPENTER_VERSION,
+                     "nodeclaims", nc->meta.name, NULL, body.ptr, body.len,
+                     on_labels_written))
+    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+  carp_buf_free(&body);
+}
+
+static void on_failed_deleted(struct carp_lifecycle *l, const char *key,
+                              const struct carp_kube_result *res)
+{
+  carp__lc_after_write(l, key, res);
+}
+
+static void handle_result(struct carp_lifecycle *l,
+                          const struct carp_nodeclaim *nc, const char *key,
+                          struct claim_mem *m)
+{
+  int st = m->launch_status;
+  if (st == 0) {
+    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Launched",
+                   "Launched %s (%s) on %s", m->inst.provider_id,
+                   m->inst.instance_type, m->inst.zone);
+    write_labels(l, nc, key, m);
+    return;
+  }
+  m->launch_done = 0;
+  if (st == CARP_EINSUFFICIENT_CAPACITY || st == CARP_ENODECLASS_NOT_READY) {
+    /* Karpenter deletes the claim: its pods get a new one elsewhere. */
+    int ice = st == CARP_EINSUFFICIENT_CAPACITY;
+    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1,
+                   ice ? "InsufficientCapacityError" : "NodeClassNotReadyError",
+                   "NodeClaim %s event: %s", nc->meta.name, m->err.message);
+    if (carp__lc_delete_claim(
+            l, nc, key, ice ? "insufficient_capacity" : "nodeclass_not_ready",
+            on_failed_deleted))
+      carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+    return;
+  }
+  CARP_LOG_WARN("lifecycle", "launch failed, will retry",
+                CARP_F_STR("nodeclaim", nc->meta.name),
+                CARP_F_STR("reason", m->err.reason),
+                CARP_F_STR("message", m->err.message), CARP_F_ERR(st));
+  set_unknown(l, nc, key,
+              m->err.reason[0] ? m->err.reason : CARP_REASON_LAUNCH_FAILED,
+              m->err.message[0] ? m->err.message : carp_strerror(st), 0);
+}
+
+void carp__lc_launch(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
+                     const char *key)
+{
+  struct claim_mem *m = carp__lc_mem(l, nc, 1);
+  const struct carp_nodeclass *cls;
+  struct launch_ctx *c;
+
+  if (m->launch || m->reading_secret) {
+    carp__lc_done(l, key, CARP_RECONCILE_DONE, 0); /* its callback requeues */
+    return;
+  }
+  if (m->launch_done) {
+    if (m->launch_status == 1) {
+      /* Written; the cache has not caught up yet. */
+      carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, 200);
+      return;
+    }
+    handle_result(l, nc, key, m);
+    return;
+  }
+  if (carp__lc_now() - nc->meta.creation_ms > (int64_t)l->o.launch_timeout_ms) {
+    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1, "LaunchTimeout",
+                   "NodeClaim was not launched within %llu s",
+                   (unsigned long long)l->o.launch_timeout_ms / 1000);
+    if (carp__lc_delete_claim(l, nc, key, "launch_timeout", on_failed_deleted))
+      carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+    return;
+  }
+  cls = carp_cluster_nodeclass(l->cluster, nc->spec.node_class_ref.name);
+  if (!cls || cls->meta.deletion_ms) {
+    char msg[256];
+    snprintf(msg, sizeof(msg), "ProxmoxNodeClass %s not found",
+             nc->spec.node_class_ref.name);
+    set_unknown(l, nc, key, "NodeClassNotFound", msg, 10000);
+    return;
+  }
+  c = CARP_NEW(struct launch_ctx);
+  c->l = l;
+  c->key = carp_strdup(key);
+  c->nc =
+      (struct carp_nodeclaim *)carp_obj_ref((struct carp_objmeta *)&nc->meta);
+  c->cls =
+      (struct carp_nodeclass *)carp_obj_ref((struct carp_objmeta *)&cls->meta);
+  if (cls->spec.bootstrap_mode == CARP_BOOTSTRAP_USERDATA) {
+    struct carp_kube_ref ref = {.version = "v1",
+                                .resource = "secrets",
+                                .namespace =
+                                    cls->spec.userdata_secret_namespace,
+                                .name = cls->spec.userdata_secret_name};
+    /* The launch is under way while the Secret is read. */
+    m->reading_secret = 1;
+    l->pending++;
+    if (carp_kube_get(l->kube, &ref, on_secret, c)) {
+      l->pending--;
+      m->reading_secret = 0;
+      launch_ctx_free(c);
+      carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+      return;
+    }
+  } else {
+    start_create(c);
+  }
+  carp__lc_done(l, key, CARP_RECONCILE_DONE, 0);
+}

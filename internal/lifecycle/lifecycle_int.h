@@ -1,0 +1,101 @@
+/* Private parts of the lifecycle controller, shared by its files:
+ * lifecycle.c (queue and dispatch), launch.c, register.c, finalize.c and
+ * write.c (patch helpers). */
+#ifndef CARP_LIFECYCLE_INT_H
+#define CARP_LIFECYCLE_INT_H
+
+#include "carpenter/buf.h"
+#include "carpenter/lifecycle.h"
+#include "carpenter/map.h"
+#include "carpenter/nodeclaim.h"
+#include "carpenter/workqueue.h"
+
+struct carp_metric;
+
+/* What the controller remembers of one NodeClaim beyond the cache. */
+struct claim_mem {
+  char *name;
+  char *uid;
+  struct carp_provider_op *launch; /* create in flight */
+  int launch_done;                 /* create finished, not written yet */
+  int launch_status;
+  struct carp_provider_instance inst; /* the create's result */
+  struct carp_provider_error err;
+  struct carp_provider_op *del; /* delete in flight */
+  int del_done;                 /* a delete finished: del_status holds it */
+  int del_status;
+  char *reserved_rv;  /* resourceVersion after the annotation */
+  int reading_secret; /* a launch waits for its user-data */
+};
+
+struct carp_lifecycle {
+  uv_loop_t *loop;
+  struct carp_cluster *cluster;
+  struct carp_kube *kube;
+  struct carp_provider *provider;
+  struct carp_lifecycle_options o;
+  struct carp_workqueue *queue;
+  struct carp_map mem; /* name -> struct claim_mem */
+  int active;
+  int closing;
+  int pending; /* async operations whose callbacks use this struct */
+  void (*close_cb)(void *arg);
+  void *close_arg;
+  struct carp_metric *m_terminated;
+  struct carp_metric *m_disrupted;
+  struct carp_metric *m_nodes_created;
+};
+
+/* A reconcile step's outcome. */
+struct step {
+  struct carp_lifecycle *l;
+  char *key;
+};
+
+struct claim_mem *carp__lc_mem(struct carp_lifecycle *l,
+                               const struct carp_nodeclaim *nc, int create);
+void carp__lc_mem_drop(struct carp_lifecycle *l, const char *name);
+/* Ends an asynchronous operation started with l->pending++ (call it last
+ * in the callback): a closing controller is freed with the last one. */
+void carp__lc_unpend(struct carp_lifecycle *l);
+/* Ends the reconcile of key. */
+void carp__lc_done(struct carp_lifecycle *l, const char *key,
+                   enum carp_reconcile_result r, uint64_t after_ms);
+void carp__lc_event(struct carp_lifecycle *l, const struct carp_objmeta *m,
+                    const char *api_version, int warning, const char *reason,
+                    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Steps: each ends the reconcile itself (now or from a callback). */
+void carp__lc_launch(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
+                     const char *key);
+void carp__lc_register(struct carp_lifecycle *l,
+                       const struct carp_nodeclaim *nc, const char *key);
+void carp__lc_finalize(struct carp_lifecycle *l,
+                       const struct carp_nodeclaim *nc, const char *key);
+
+/* Writes (write.c). Each calls done(l, key, status) when the write ends. */
+typedef void (*carp_lc_write_cb)(struct carp_lifecycle *l, const char *key,
+                                 const struct carp_kube_result *res);
+int carp__lc_patch(struct carp_lifecycle *l, const char *key, const char *group,
+                   const char *version, const char *resource, const char *name,
+                   const char *subresource, const char *body, size_t len,
+                   carp_lc_write_cb cb);
+/* Writes the NodeClaim's status (conditions and fields) with the cached
+ * resourceVersion (or rv when not NULL) as precondition. */
+int carp__lc_write_status(struct carp_lifecycle *l,
+                          const struct carp_nodeclaim *nc,
+                          const struct carp_nodeclaim_status *st,
+                          const char *rv, const char *key, carp_lc_write_cb cb);
+int carp__lc_delete_claim(struct carp_lifecycle *l,
+                          const struct carp_nodeclaim *nc, const char *key,
+                          const char *reason, carp_lc_write_cb cb);
+int carp__lc_delete_node(struct carp_lifecycle *l, const char *key,
+                         const char *name, const char *uid,
+                         carp_lc_write_cb cb);
+/* The usual ending of a write: requeue at once on success, back off on
+ * errors (a conflict means the cache was stale). */
+void carp__lc_after_write(struct carp_lifecycle *l, const char *key,
+                          const struct carp_kube_result *res);
+int64_t carp__lc_now(void);
+
+#endif

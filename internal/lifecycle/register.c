@@ -1,0 +1,288 @@
+/* register.c: Registered and Initialized, and registration liveness.
+ *
+ * Registration syncs the Node once, in one conditional patch: the
+ * NodeClaim's labels and annotations, its taints and startup taints
+ * (unless the Node opts out with karpenter.sh/do-not-sync-taints=true),
+ * the owner reference and termination finalizer, label
+ * karpenter.sh/registered=true, and the karpenter.sh/unregistered taint
+ * removed. The NodeClaim's status follows (nodeName, Registered=True).
+ * Initialization waits for Ready and for the startup taints to go, then
+ * labels the Node karpenter.sh/initialized=true. */
+#include <stdio.h>
+#include <string.h>
+
+#include "carpenter/alloc.h"
+#include "carpenter/api_encode.h"
+#include "carpenter/error.h"
+#include "carpenter/json.h"
+#include "carpenter/log.h"
+#include "carpenter/metrics.h"
+#include "carpenter/scheduling.h"
+#include "lifecycle_int.h"
+
+static int has_taint(const struct carp_taint *t, uint32_t n, const char *key,
+                     enum carp_taint_effect effect)
+{
+  uint32_t i;
+  for (i = 0; i < n; i++)
+    if (!strcmp(t[i].key, key) &&
+        (effect == CARP_EFFECT_ANY || t[i].effect == effect))
+      return 1;
+  return 0;
+}
+
+static void put_taint(struct carp_jw *w, const struct carp_taint *t)
+{
+  carp_jw_obj(w);
+  carp_jw_kstr(w, "key", t->key);
+  if (t->value && *t->value)
+    carp_jw_kstr(w, "value", t->value);
+  carp_jw_kstr(w, "effect", carp_taint_effect_name(t->effect));
+  carp_jw_obj_end(w);
+}
+
+/* ---- status writes ---- */
+
+static void set_condition(struct carp_lifecycle *l,
+                          const struct carp_nodeclaim *nc, const char *key,
+                          const char *type, enum carp_cond_status status,
+                          const char *reason, const char *message,
+                          const char *node_name, uint64_t idle_requeue_ms)
+{
+  struct carp_nodeclaim_status st;
+  int changed;
+  carp_nodeclaim_status_copy(&st, &nc->status);
+  changed =
+      carp_conditions_set(&st.conditions, &carp_condset_nodeclaim, type, status,
+                          reason, message, nc->meta.generation, carp__lc_now());
+  if (node_name && (!st.node_name || strcmp(st.node_name, node_name))) {
+    carp_free(st.node_name);
+    st.node_name = carp_strdup(node_name);
+    changed = 1;
+  }
+  if (!changed) {
+    carp__lc_done(l, key,
+                  idle_requeue_ms ? CARP_RECONCILE_REQUEUE_AFTER
+                                  : CARP_RECONCILE_DONE,
+                  idle_requeue_ms);
+  } else if (carp__lc_write_status(l, nc, &st, NULL, key,
+                                   carp__lc_after_write)) {
+    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+  }
+  carp_nodeclaim_status_cleanup(&st);
+}
+
+/* ---- registration ---- */
+
+static void on_node_synced(struct carp_lifecycle *l, const char *key,
+                           const struct carp_kube_result *res)
+{
+  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(l->cluster, key);
+  const char *node = carp_json_str(res->body, "metadata", "name", NULL);
+  const char *pool, *zone;
+  if (res->err || !nc || !node) {
+    carp__lc_after_write(l, key, res);
+    return;
+  }
+  pool = carp_nodeclaim_nodepool(nc);
+  zone = carp_kvset_get(nc->meta.labels, "topology.kubernetes.io/zone");
+  carp_metric_add(l->m_nodes_created,
+                  CARP_VALUES(pool ? pool : "", zone ? zone : ""), 1);
+  carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Registered",
+                 "Status condition transitioned, Type: Registered, Status: "
+                 "True, Node: %s",
+                 node);
+  set_condition(l, nc, key, CARP_COND_REGISTERED, CARP_COND_TRUE, "Registered",
+                "", node, 0);
+}
+
+static void sync_node(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
+                      const struct carp_node *node, const char *key)
+{
+  struct carp_buf body;
+  struct carp_jw w;
+  uint32_t i;
+  int sync_taints =
+      !carp_kvset_get(node->meta.labels, "karpenter.sh/do-not-sync-taints");
+
+  if (!has_taint(node->taints, node->ntaints, CARP_TAINT_UNREGISTERED,
+                 CARP_EFFECT_NO_EXECUTE))
+    carp__lc_event(l, &node->meta, "v1", 1, "UnregisteredTaintMissing",
+                   "Node %s registered without the %s:NoExecute taint; pods "
+                   "may have landed before its labels and taints were set",
+                   node->meta.name, CARP_TAINT_UNREGISTERED);
+  carp_buf_init(&body, 64 * 1024);
+  carp_jw_init(&w, &body);
+  carp_jw_obj(&w);
+  carp_jw_key(&w, "metadata");
+  carp_jw_obj(&w);
+  carp_jw_kstr(&w, "resourceVersion", node->meta.resource_version);
+  carp_jw_key(&w, "labels");
+  carp_jw_obj(&w);
+  for (i = 0; nc->meta.labels && i < nc->meta.labels->n; i++)
+    carp_jw_kstr(&w, nc->meta.labels->kv[i].key, nc->meta.labels->kv[i].value);
+  carp_jw_kstr(&w, CARP_LABEL_REGISTERED, "true");
+  carp_jw_obj_end(&w);
+  carp_jw_key(&w, "annotations");
+  carp_jw_obj(&w);
+  for (i = 0; nc->meta.annotations && i < nc->meta.annotations->n; i++)
+    carp_jw_kstr(&w, nc->meta.annotations->kv[i].key,
+                 nc->meta.annotations->kv[i].value);
+  carp_jw_obj_end(&w);
+  carp_jw_key(&w, "finalizers");
+  carp_jw_arr(&w);
+  for (i = 0; node->meta.finalizers && i < node->meta.finalizers->n; i++)
+    if (strcmp(node->meta.finalizers->kv[i].key, CARP_FINALIZER_TERMINATION))
+      carp_jw_str(&w, node->meta.finalizers->kv[i].key);
+  carp_jw_str(&w, CARP_FINALIZER_TERMINATION);
+  carp_jw_arr_end(&w);
+  carp_jw_key(&w, "ownerReferences");
+  carp_jw_arr(&w);
+  carp_jw_obj(&w);
+  carp_jw_kstr(&w, "apiVersion", "karpenter.sh/v1");
+  carp_jw_kstr(&w, "kind", "NodeClaim");
+  carp_jw_kstr(&w, "name", nc->meta.name);
+  carp_jw_kstr(&w, "uid", nc->meta.uid);
+  carp_jw_kbool(&w, "blockOwnerDeletion", 1);
+  carp_jw_obj_end(&w);
+  carp_jw_arr_end(&w);
+  carp_jw_obj_end(&w);
+  carp_jw_key(&w, "spec");
+  carp_jw_obj(&w);
+  carp_jw_key(&w, "taints");
+  carp_jw_arr(&w);
+  for (i = 0; i < node->ntaints; i++) {
+    if (!strcmp(node->taints[i].key, CARP_TAINT_UNREGISTERED))
+      continue;
+    put_taint(&w, &node->taints[i]);
+  }
+  for (i = 0; sync_taints && i < nc->spec.ntaints; i++)
+    if (!has_taint(node->taints, node->ntaints, nc->spec.taints[i].key,
+                   nc->spec.taints[i].effect))
+      put_taint(&w, &nc->spec.taints[i]);
+  for (i = 0; sync_taints && i < nc->spec.nstartup_taints; i++)
+    if (!has_taint(node->taints, node->ntaints, nc->spec.startup_taints[i].key,
+                   nc->spec.startup_taints[i].effect) &&
+        !has_taint(nc->spec.taints, nc->spec.ntaints,
+                   nc->spec.startup_taints[i].key,
+                   nc->spec.startup_taints[i].effect))
+      put_taint(&w, &nc->spec.startup_taints[i]);
+  carp_jw_arr_end(&w);
+  carp_jw_obj_end(&w);
+  carp_jw_obj_end(&w);
+  if (carp_jw_finish(&w) ||
+      carp__lc_patch(l, key, "", "v1", "nodes", node->meta.name, NULL, body.ptr,
+                     body.len, on_node_synced))
+    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+  carp_buf_free(&body);
+}
+
+/* ---- initialization ---- */
+
+static void on_node_initialized(struct carp_lifecycle *l, const char *key,
+                                const struct carp_kube_result *res)
+{
+  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(l->cluster, key);
+  if (res->err || !nc) {
+    carp__lc_after_write(l, key, res);
+    return;
+  }
+  carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Initialized",
+                 "Status condition transitioned, Type: Initialized, Status: "
+                 "True");
+  set_condition(l, nc, key, CARP_COND_INITIALIZED, CARP_COND_TRUE,
+                "Initialized", "", NULL, 0);
+}
+
+static void initialize(struct carp_lifecycle *l,
+                       const struct carp_nodeclaim *nc,
+                       const struct carp_node *node, const char *key)
+{
+  uint32_t i;
+  char body[512];
+  if (node->ready.status != 1) {
+    set_condition(l, nc, key, CARP_COND_INITIALIZED, CARP_COND_UNKNOWN,
+                  "NodeNotReady", "Node status is NotReady", NULL, 10000);
+    return;
+  }
+  for (i = 0; i < nc->spec.nstartup_taints; i++) {
+    if (has_taint(node->taints, node->ntaints, nc->spec.startup_taints[i].key,
+                  nc->spec.startup_taints[i].effect)) {
+      char msg[300];
+      snprintf(msg, sizeof(msg), "StartupTaint \"%s\" still exists",
+               nc->spec.startup_taints[i].key);
+      set_condition(l, nc, key, CARP_COND_INITIALIZED, CARP_COND_UNKNOWN,
+                    "StartupTaintsExist", msg, NULL, 10000);
+      return;
+    }
+  }
+  if (has_taint(node->taints, node->ntaints, CARP_TAINT_UNREGISTERED,
+                CARP_EFFECT_ANY)) {
+    /* Our own registration patch is not in the cache yet. */
+    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, 200);
+    return;
+  }
+  if (carp_kvset_has(node->meta.labels, CARP_LABEL_INITIALIZED)) {
+    on_node_initialized(l, key, &(struct carp_kube_result){0});
+    return;
+  }
+  snprintf(body, sizeof(body),
+           "{\"metadata\":{\"resourceVersion\":\"%s\",\"labels\":{\"%s\":"
+           "\"true\"}}}",
+           node->meta.resource_version, CARP_LABEL_INITIALIZED);
+  if (carp__lc_patch(l, key, "", "v1", "nodes", node->meta.name, NULL, body,
+                     strlen(body), on_node_initialized))
+    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+}
+
+static void on_deleted(struct carp_lifecycle *l, const char *key,
+                       const struct carp_kube_result *res)
+{
+  carp__lc_after_write(l, key, res);
+}
+
+void carp__lc_register(struct carp_lifecycle *l,
+                       const struct carp_nodeclaim *nc, const char *key)
+{
+  const struct carp_node *node = carp_cluster_node_of_nodeclaim(l->cluster, nc);
+  const struct carp_condition *launched =
+      carp_conditions_get(&nc->status.conditions, CARP_COND_LAUNCHED);
+  int registered =
+      carp_conditions_is_true(&nc->status.conditions, CARP_COND_REGISTERED);
+
+  if (!node) {
+    int64_t since = launched ? launched->transition_ms : nc->meta.creation_ms;
+    int64_t waited = carp__lc_now() - since;
+    if (registered) {
+      /* Its Node went away without us: the NodeClaim follows it. */
+      carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1, "NodeDeleted",
+                     "Node of NodeClaim %s was deleted", nc->meta.name);
+      if (carp__lc_delete_claim(l, nc, key, "node_deleted", on_deleted))
+        carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+      return;
+    }
+    if (waited > (int64_t)l->o.registration_timeout_ms) {
+      carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1, "RegistrationTimeout",
+                     "Node did not register within %llu s",
+                     (unsigned long long)l->o.registration_timeout_ms / 1000);
+      if (carp__lc_delete_claim(l, nc, key, "registration_timeout", on_deleted))
+        carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+      return;
+    }
+    /* Look again when the timeout would pass (Node events come sooner). */
+    set_condition(l, nc, key, CARP_COND_REGISTERED, CARP_COND_UNKNOWN,
+                  "NodeNotFound", "Node not registered with cluster", NULL,
+                  (uint64_t)((int64_t)l->o.registration_timeout_ms - waited) +
+                      100);
+    return;
+  }
+  if (!registered) {
+    sync_node(l, nc, node, key);
+    return;
+  }
+  if (!carp_conditions_is_true(&nc->status.conditions, CARP_COND_INITIALIZED)) {
+    initialize(l, nc, node, key);
+    return;
+  }
+  carp__lc_done(l, key, CARP_RECONCILE_DONE, 0);
+}

@@ -1,0 +1,846 @@
+/* problem.c: from informer caches to struct carp_sched_problem.
+ *
+ * Units change on the way: the caches keep memory and storage in bytes
+ * and counts as integers, the scheduler wants thousandths of every unit.
+ * Pending pods already nominated to a node or in-flight NodeClaim that
+ * still exists are not placed again; their requests count against that
+ * target instead. Pods bound to nodes go in as "bound pods" only when some
+ * pending pod has a topology or affinity rule, or the bound pod has a
+ * required anti-affinity (which keeps others away from it): for a plain
+ * batch the solve does not need 150,000 bound pods. */
+#include "problem.h"
+
+#include <string.h>
+
+#include "carpenter/alloc.h"
+#include "carpenter/error.h"
+#include "carpenter/intern.h"
+#include "carpenter/log.h"
+#include "carpenter/map.h"
+
+#define A (&pr->arena)
+
+/* ---- small conversions ---- */
+
+const struct carp_sched_quantity *
+carp_prov_quantities(struct carp_arena *a, const struct carp_resources *r,
+                     size_t *n)
+{
+  struct carp_sched_quantity *q =
+      carp_arena_array(a, 4 + r->nextended, sizeof(*q));
+  size_t k = 0;
+  uint32_t i;
+  if (r->cpu)
+    q[k++] = (struct carp_sched_quantity){CARP_RESOURCE_CPU, r->cpu};
+  if (r->memory)
+    q[k++] =
+        (struct carp_sched_quantity){CARP_RESOURCE_MEMORY, r->memory * 1000};
+  if (r->ephemeral)
+    q[k++] = (struct carp_sched_quantity){CARP_RESOURCE_STORAGE,
+                                          r->ephemeral * 1000};
+  if (r->pods)
+    q[k++] = (struct carp_sched_quantity){CARP_RESOURCE_PODS, r->pods * 1000};
+  for (i = 0; i < r->nextended; i++)
+    q[k++] = (struct carp_sched_quantity){r->extended[i].name,
+                                          r->extended[i].value * 1000};
+  *n = k;
+  return q;
+}
+
+static int64_t up(int64_t milli)
+{
+  return milli / 1000 + (milli % 1000 > 0);
+}
+
+void carp_prov_resources_of(const struct carp_sched_quantity *q, size_t n,
+                            struct carp_resources *out)
+{
+  size_t i;
+  memset(out, 0, sizeof(*out));
+  for (i = 0; i < n; i++) {
+    if (!strcmp(q[i].name, CARP_RESOURCE_CPU)) {
+      out->cpu = q[i].milli;
+    } else if (!strcmp(q[i].name, CARP_RESOURCE_MEMORY)) {
+      out->memory = up(q[i].milli);
+    } else if (!strcmp(q[i].name, CARP_RESOURCE_STORAGE)) {
+      out->ephemeral = up(q[i].milli);
+    } else if (!strcmp(q[i].name, CARP_RESOURCE_PODS)) {
+      out->pods = up(q[i].milli);
+    } else {
+      struct carp_resources one;
+      memset(&one, 0, sizeof(one));
+      one.nextended = 1;
+      one.extended = &(struct carp_resource){q[i].name, up(q[i].milli)};
+      carp_resources_add(out, &one);
+    }
+  }
+}
+
+static const struct carp_sched_label *
+labels_of(struct carp_prov_problem *pr, const struct carp_kvset *s, size_t *n)
+{
+  struct carp_sched_label *l;
+  uint32_t i;
+  *n = carp_kvset_len(s);
+  if (!*n)
+    return NULL;
+  l = carp_arena_array(A, *n, sizeof(*l));
+  for (i = 0; i < s->n; i++)
+    l[i] = (struct carp_sched_label){s->kv[i].key, s->kv[i].value};
+  return l;
+}
+
+static enum carp_sched_op op_of(enum carp_op op)
+{
+  switch (op) {
+  case CARP_OP_IN:
+    return CARP_SCHED_OP_IN;
+  case CARP_OP_NOT_IN:
+    return CARP_SCHED_OP_NOT_IN;
+  case CARP_OP_EXISTS:
+    return CARP_SCHED_OP_EXISTS;
+  case CARP_OP_DOES_NOT_EXIST:
+    return CARP_SCHED_OP_DOES_NOT_EXIST;
+  case CARP_OP_GT:
+    return CARP_SCHED_OP_GT;
+  case CARP_OP_LT:
+    return CARP_SCHED_OP_LT;
+  case CARP_OP_GTE:
+    return CARP_SCHED_OP_GTE;
+  case CARP_OP_LTE:
+    return CARP_SCHED_OP_LTE;
+  }
+  return CARP_SCHED_OP_IN;
+}
+
+static struct carp_sched_requirement *reqs_of(struct carp_prov_problem *pr,
+                                              const struct carp_requirement *r,
+                                              size_t n, size_t extra)
+{
+  struct carp_sched_requirement *o =
+      carp_arena_array(A, n + extra + 1, sizeof(*o));
+  size_t i;
+  for (i = 0; i < n; i++) {
+    o[i].key = r[i].key;
+    o[i].op = op_of(r[i].op);
+    o[i].values = r[i].values;
+    o[i].nvalues = r[i].nvalues;
+    o[i].min_values = r[i].min_values;
+  }
+  return o;
+}
+
+static const struct carp_sched_requirement *
+one_value(struct carp_prov_problem *pr, struct carp_sched_requirement *slot,
+          const char *key, const char *value)
+{
+  const char **v = carp_arena_array(A, 1, sizeof(char *));
+  v[0] = value;
+  slot->key = key;
+  slot->op = CARP_SCHED_OP_IN;
+  slot->values = v;
+  slot->nvalues = 1;
+  return slot;
+}
+
+static enum carp_sched_effect effect_of(enum carp_taint_effect e)
+{
+  switch (e) {
+  case CARP_EFFECT_NO_SCHEDULE:
+    return CARP_SCHED_EFFECT_NO_SCHEDULE;
+  case CARP_EFFECT_PREFER_NO_SCHEDULE:
+    return CARP_SCHED_EFFECT_PREFER_NO_SCHEDULE;
+  case CARP_EFFECT_NO_EXECUTE:
+    return CARP_SCHED_EFFECT_NO_EXECUTE;
+  case CARP_EFFECT_ANY:
+    break;
+  }
+  return CARP_SCHED_EFFECT_ALL;
+}
+
+static const struct carp_sched_taint *
+taints_of(struct carp_prov_problem *pr, const struct carp_taint *t, size_t n)
+{
+  struct carp_sched_taint *o;
+  size_t i;
+  if (!n)
+    return NULL;
+  o = carp_arena_array(A, n, sizeof(*o));
+  for (i = 0; i < n; i++)
+    o[i] =
+        (struct carp_sched_taint){t[i].key, t[i].value, effect_of(t[i].effect)};
+  return o;
+}
+
+static const struct carp_sched_toleration *
+tolerations_of(struct carp_prov_problem *pr, const struct carp_toleration *t,
+               size_t n)
+{
+  struct carp_sched_toleration *o;
+  size_t i;
+  if (!n)
+    return NULL;
+  o = carp_arena_array(A, n, sizeof(*o));
+  for (i = 0; i < n; i++) {
+    o[i].key = t[i].key;
+    o[i].op =
+        t[i].exists ? CARP_SCHED_TOLERATE_EXISTS : CARP_SCHED_TOLERATE_EQUAL;
+    o[i].value = t[i].value;
+    o[i].effect = effect_of(t[i].effect);
+  }
+  return o;
+}
+
+static const struct carp_sched_node_term *
+terms_of(struct carp_prov_problem *pr, const struct carp_term *t, size_t n)
+{
+  struct carp_sched_node_term *o;
+  size_t i;
+  if (!n)
+    return NULL;
+  o = carp_arena_array(A, n, sizeof(*o));
+  for (i = 0; i < n; i++) {
+    o[i].exprs = reqs_of(pr, t[i].reqs, t[i].n, 0);
+    o[i].nexprs = t[i].n;
+  }
+  return o;
+}
+
+static const struct carp_sched_node_term *
+weighted_terms_of(struct carp_prov_problem *pr,
+                  const struct carp_weighted_term *t, size_t n)
+{
+  struct carp_sched_node_term *o;
+  size_t i;
+  if (!n)
+    return NULL;
+  o = carp_arena_array(A, n, sizeof(*o));
+  for (i = 0; i < n; i++) {
+    o[i].exprs = reqs_of(pr, t[i].term.reqs, t[i].term.n, 0);
+    o[i].nexprs = t[i].term.n;
+    o[i].weight = t[i].weight;
+  }
+  return o;
+}
+
+/* A label selector; extra requirements (matchLabelKeys) appended. */
+static const struct carp_sched_selector *
+selector_of(struct carp_prov_problem *pr, const struct carp_label_selector *s,
+            const struct carp_sched_requirement *extra, size_t nextra)
+{
+  struct carp_sched_selector *o;
+  struct carp_sched_requirement *e;
+  if (!s->present)
+    return NULL;
+  o = carp_arena_alloc(A, sizeof(*o));
+  o->match_labels = labels_of(pr, s->match_labels, &o->nmatch_labels);
+  e = reqs_of(pr, s->exprs, s->nexprs, nextra);
+  if (nextra)
+    memcpy(e + s->nexprs, extra, nextra * sizeof(*e));
+  o->match_expressions = e;
+  o->nmatch_expressions = s->nexprs + nextra;
+  return o;
+}
+
+static const struct carp_sched_pod_term *
+pod_terms_of(struct carp_prov_problem *pr,
+             const struct carp_pod_affinity_term *t, size_t n)
+{
+  struct carp_sched_pod_term *o;
+  size_t i;
+  if (!n)
+    return NULL;
+  o = carp_arena_array(A, n, sizeof(*o));
+  for (i = 0; i < n; i++) {
+    o[i].topology_key = t[i].topology_key;
+    o[i].selector = selector_of(pr, &t[i].selector, NULL, 0);
+    o[i].namespaces = t[i].namespaces;
+    o[i].nnamespaces = t[i].nnamespaces;
+    o[i].all_namespaces = t[i].all_namespaces;
+    o[i].weight = t[i].weight;
+  }
+  return o;
+}
+
+static const struct carp_sched_spread *
+spreads_of(struct carp_prov_problem *pr, const struct carp_podspec *s,
+           const struct carp_kvset *labels)
+{
+  struct carp_sched_spread *o;
+  uint32_t i, k;
+  if (!s->nspreads)
+    return NULL;
+  o = carp_arena_array(A, s->nspreads, sizeof(*o));
+  for (i = 0; i < s->nspreads; i++) {
+    const struct carp_spread *sp = &s->spreads[i];
+    struct carp_sched_requirement *extra = NULL;
+    size_t nextra = 0;
+    /* matchLabelKeys: "key In [this pod's value]" for each key it has. */
+    if (sp->nmatch_label_keys) {
+      extra = carp_arena_array(A, sp->nmatch_label_keys, sizeof(*extra));
+      for (k = 0; k < sp->nmatch_label_keys; k++) {
+        const char *v = carp_kvset_get(labels, sp->match_label_keys[k]);
+        if (v)
+          one_value(pr, &extra[nextra++], sp->match_label_keys[k], v);
+      }
+    }
+    o[i].topology_key = sp->topology_key;
+    o[i].max_skew = sp->max_skew;
+    o[i].min_domains = sp->min_domains;
+    o[i].when_unsatisfiable = sp->when == CARP_SCHEDULE_ANYWAY
+                                  ? CARP_SCHED_SCHEDULE_ANYWAY
+                                  : CARP_SCHED_DO_NOT_SCHEDULE;
+    o[i].selector = selector_of(pr, &sp->selector, extra, nextra);
+    o[i].node_affinity_ignore = !sp->honor_node_affinity;
+  }
+  return o;
+}
+
+static enum carp_sched_protocol proto_of(const char *p)
+{
+  if (p && !strcmp(p, "UDP"))
+    return CARP_SCHED_UDP;
+  if (p && !strcmp(p, "SCTP"))
+    return CARP_SCHED_SCTP;
+  return CARP_SCHED_TCP;
+}
+
+static const struct carp_sched_host_port *ports_of(struct carp_prov_problem *pr,
+                                                   const struct carp_podspec *s)
+{
+  struct carp_sched_host_port *o;
+  uint32_t i;
+  if (!s->nhost_ports)
+    return NULL;
+  o = carp_arena_array(A, s->nhost_ports, sizeof(*o));
+  for (i = 0; i < s->nhost_ports; i++) {
+    o[i].port = (uint16_t)s->host_ports[i].port;
+    o[i].protocol = proto_of(s->host_ports[i].protocol);
+    o[i].host_ip = s->host_ports[i].host_ip;
+  }
+  return o;
+}
+
+static int has_topology(const struct carp_podspec *s)
+{
+  return s->nspreads || s->naffinity || s->nanti_affinity ||
+         s->npref_affinity || s->npref_anti_affinity;
+}
+
+/* ---- pods ---- */
+
+static void pod_of(struct carp_prov_problem *pr, const struct carp_pod *p,
+                   struct carp_sched_pod *o)
+{
+  const struct carp_podspec *s = p->spec;
+  o->uid = p->meta.uid;
+  o->name = p->meta.name;
+  o->namespace_ = p->meta.namespace;
+  o->created = p->meta.creation_ms;
+  o->labels = labels_of(pr, p->meta.labels, &o->nlabels);
+  o->requests = carp_prov_quantities(A, &s->requests, &o->nrequests);
+  o->node_selector = labels_of(pr, s->node_selector, &o->nnode_selector);
+  o->required_terms = terms_of(pr, s->required, s->nrequired);
+  o->nrequired_terms = s->nrequired;
+  o->preferred_terms = weighted_terms_of(pr, s->preferred, s->npreferred);
+  o->npreferred_terms = s->npreferred;
+  o->tolerations = tolerations_of(pr, s->tolerations, s->ntolerations);
+  o->ntolerations = s->ntolerations;
+  o->spreads = spreads_of(pr, s, p->meta.labels);
+  o->nspreads = s->nspreads;
+  o->affinity = pod_terms_of(pr, s->affinity, s->naffinity);
+  o->naffinity = s->naffinity;
+  o->preferred_affinity = pod_terms_of(pr, s->pref_affinity, s->npref_affinity);
+  o->npreferred_affinity = s->npref_affinity;
+  o->anti_affinity = pod_terms_of(pr, s->anti_affinity, s->nanti_affinity);
+  o->nanti_affinity = s->nanti_affinity;
+  o->preferred_anti_affinity =
+      pod_terms_of(pr, s->pref_anti_affinity, s->npref_anti_affinity);
+  o->npreferred_anti_affinity = s->npref_anti_affinity;
+  o->host_ports = ports_of(pr, s);
+  o->nhost_ports = s->nhost_ports;
+}
+
+/* ---- nodes and in-flight claims ---- */
+
+struct target {
+  struct carp_resources requested;
+  struct carp_sched_host_port *ports;
+  size_t nports, capports;
+};
+
+static void add_ports(struct carp_prov_problem *pr, struct target *t,
+                      const struct carp_podspec *s)
+{
+  uint32_t i;
+  for (i = 0; i < s->nhost_ports; i++) {
+    if (t->nports == t->capports) {
+      struct carp_sched_host_port *n;
+      t->capports = t->capports ? t->capports * 2 : 4;
+      n = carp_arena_array(A, t->capports, sizeof(*n));
+      if (t->nports)
+        memcpy(n, t->ports, t->nports * sizeof(*n));
+      t->ports = n;
+    }
+    t->ports[t->nports].port = (uint16_t)s->host_ports[i].port;
+    t->ports[t->nports].protocol = proto_of(s->host_ports[i].protocol);
+    t->ports[t->nports].host_ip = s->host_ports[i].host_ip;
+    t->nports++;
+  }
+}
+
+static int node_deleting(const struct carp_cluster *c,
+                         const struct carp_node *n)
+{
+  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim_of_node(c, n);
+  uint32_t i;
+  if (n->meta.deletion_ms || n->unschedulable)
+    return 1;
+  if (nc && (nc->meta.deletion_ms || carp_cluster_is_marked(c, nc->meta.name)))
+    return 1;
+  for (i = 0; i < n->ntaints; i++)
+    if (!strcmp(n->taints[i].key, CARP_TAINT_DISRUPTED))
+      return 1;
+  return 0;
+}
+
+struct builder {
+  struct carp_prov_problem *pr;
+  const struct carp_cluster *c;
+  struct carp_map target_index; /* name -> index + 1 */
+  struct target *targets;
+  struct carp_sched_node *nodes;
+  size_t nnodes, capnodes;
+};
+
+static size_t add_node_slot(struct builder *b, const char *name, int is_claim)
+{
+  struct carp_prov_problem *pr = b->pr;
+  if (b->nnodes == b->capnodes) {
+    size_t cap = b->capnodes ? b->capnodes * 2 : 64;
+    struct carp_sched_node *n = carp_arena_array(A, cap, sizeof(*n));
+    struct target *t = carp_arena_array(A, cap, sizeof(*t));
+    const char **names = carp_arena_array(A, cap, sizeof(char *));
+    int *isc = carp_arena_array(A, cap, sizeof(int));
+    if (b->nnodes) {
+      memcpy(n, b->nodes, b->nnodes * sizeof(*n));
+      memcpy(t, b->targets, b->nnodes * sizeof(*t));
+      memcpy(names, pr->node_names, b->nnodes * sizeof(char *));
+      memcpy(isc, pr->node_is_claim, b->nnodes * sizeof(int));
+    }
+    b->nodes = n;
+    b->targets = t;
+    pr->node_names = names;
+    pr->node_is_claim = isc;
+    b->capnodes = cap;
+  }
+  pr->node_names[b->nnodes] = name;
+  pr->node_is_claim[b->nnodes] = is_claim;
+  carp_map_puts(&b->target_index, name, (void *)(uintptr_t)(b->nnodes + 1));
+  return b->nnodes++;
+}
+
+static void add_nodes(struct builder *b)
+{
+  struct carp_prov_problem *pr = b->pr;
+  const struct carp_cluster *c = b->c;
+  struct carp_store_iter it;
+  struct carp_objmeta *m;
+
+  carp_store_iter_init(&it);
+  while ((m = carp_store_next(carp_informer_store(c->nodes), &it))) {
+    const struct carp_node *n = (const struct carp_node *)m;
+    const char *pool = carp_kvset_get(m->labels, CARP_LABEL_NODEPOOL_KEY);
+    struct carp_objmeta *const *pods;
+    size_t np, i, k = add_node_slot(b, m->name, 0);
+    struct carp_sched_node *o = &b->nodes[k];
+    struct target *t = &b->targets[k];
+    o->name = m->name;
+    o->nodepool = pool;
+    o->initialized = !pool || carp_kvset_has(m->labels, CARP_LABEL_INITIALIZED);
+    o->deleting = node_deleting(c, n);
+    o->labels = labels_of(pr, m->labels, &o->nlabels);
+    o->taints = taints_of(pr, n->taints, n->ntaints);
+    o->ntaints = n->ntaints;
+    o->allocatable = carp_prov_quantities(A, &n->allocatable, &o->nallocatable);
+    pods = carp_cluster_pods_on_node(c, m->name, &np);
+    for (i = 0; i < np; i++) {
+      const struct carp_pod *p = (const struct carp_pod *)pods[i];
+      if (carp_pod_is_terminal(p))
+        continue;
+      carp_resources_add(&t->requested, &p->spec->requests);
+      add_ports(pr, t, p->spec);
+    }
+  }
+}
+
+static void add_claims(struct builder *b)
+{
+  struct carp_prov_problem *pr = b->pr;
+  const struct carp_cluster *c = b->c;
+  struct carp_store_iter it;
+  struct carp_objmeta *m;
+
+  carp_store_iter_init(&it);
+  while ((m = carp_store_next(carp_informer_store(c->nodeclaims), &it))) {
+    const struct carp_nodeclaim *nc = (const struct carp_nodeclaim *)m;
+    struct carp_sched_node *o;
+    struct carp_resources alloc;
+    size_t k;
+    /* A claim with a Node is that Node. */
+    if (carp_cluster_node_of_nodeclaim(c, nc) || m->deletion_ms ||
+        carp_cluster_is_marked(c, m->name))
+      continue;
+    k = add_node_slot(b, m->name, 1);
+    o = &b->nodes[k];
+    o->name = m->name;
+    o->nodepool = carp_nodeclaim_nodepool(nc);
+    o->in_flight = 1;
+    o->labels = labels_of(pr, m->labels, &o->nlabels);
+    o->requirements =
+        reqs_of(pr, nc->spec.requirements, nc->spec.nrequirements, 0);
+    o->nrequirements = nc->spec.nrequirements;
+    o->taints = taints_of(pr, nc->spec.taints, nc->spec.ntaints);
+    o->ntaints = nc->spec.ntaints;
+    if (nc->status.allocatable.cpu || nc->status.allocatable.memory) {
+      o->allocatable =
+          carp_prov_quantities(A, &nc->status.allocatable, &o->nallocatable);
+    } else {
+      carp_cluster_claim_shape(c, nc, NULL, &alloc);
+      o->allocatable = carp_prov_quantities(A, &alloc, &o->nallocatable);
+      carp_resources_cleanup(&alloc);
+    }
+    /* Its own pods are not bound yet: its requests stand for them. */
+    carp_resources_add(&b->targets[k].requested, &nc->spec.requests);
+  }
+}
+
+/* ---- instance types and pools ---- */
+
+static const char *amd64_values[] = {"amd64"};
+static const char *linux_values[] = {"linux"};
+
+static void add_type(struct carp_prov_problem *pr,
+                     struct carp_sched_instance_type *o,
+                     const struct carp_provider_instance_type *t)
+{
+  struct carp_sched_requirement *r = carp_arena_array(A, 4, sizeof(*r));
+  struct carp_sched_offering *off;
+  const char **regions, **family;
+  size_t i, nregions = 0, j;
+  r[0] = (struct carp_sched_requirement){CARP_LABEL_ARCH, CARP_SCHED_OP_IN,
+                                         amd64_values, 1, 0};
+  r[1] = (struct carp_sched_requirement){CARP_LABEL_OS, CARP_SCHED_OP_IN,
+                                         linux_values, 1, 0};
+  family = carp_arena_array(A, 1, sizeof(char *));
+  family[0] = t->family;
+  r[2] = (struct carp_sched_requirement){CARP_LABEL_INSTANCE_FAMILY,
+                                         CARP_SCHED_OP_IN, family, 1, 0};
+  regions = carp_arena_array(A, t->nofferings + 1, sizeof(char *));
+  off = carp_arena_array(A, t->nofferings + 1, sizeof(*off));
+  for (i = 0; i < t->nofferings; i++) {
+    int seen = 0;
+    off[i].zone = t->offerings[i].zone;
+    off[i].capacity_type = t->offerings[i].capacity_type;
+    off[i].price = t->offerings[i].price;
+    off[i].available = t->offerings[i].available;
+    for (j = 0; j < nregions && !seen; j++)
+      seen = !strcmp(regions[j], t->offerings[i].region);
+    if (!seen)
+      regions[nregions++] = t->offerings[i].region;
+  }
+  r[3] = (struct carp_sched_requirement){CARP_LABEL_REGION, CARP_SCHED_OP_IN,
+                                         regions, nregions, 0};
+  o->name = t->name;
+  o->requirements = r;
+  o->nrequirements = nregions ? 4 : 3;
+  o->capacity = carp_prov_quantities(A, &t->capacity, &o->ncapacity);
+  o->kube_reserved =
+      carp_prov_quantities(A, &t->kube_reserved, &o->nkube_reserved);
+  o->system_reserved =
+      carp_prov_quantities(A, &t->system_reserved, &o->nsystem_reserved);
+  o->eviction_threshold =
+      carp_prov_quantities(A, &t->eviction_threshold, &o->neviction_threshold);
+  o->offerings = off;
+  o->nofferings = t->nofferings;
+}
+
+static int pool_usable(const struct carp_cluster *c,
+                       const struct carp_nodepool *np,
+                       const struct carp_nodeclass **cls)
+{
+  *cls = carp_cluster_nodeclass(c, np->tmpl.node_class_ref.name);
+  return np->valid && !np->meta.deletion_ms && !np->has_replicas && *cls &&
+         (*cls)->valid && !(*cls)->meta.deletion_ms &&
+         !strcmp(np->tmpl.node_class_ref.kind, CARP_NODECLASS_KIND);
+}
+
+static const struct carp_sched_quantity *
+limits_of(struct carp_prov_problem *pr, const struct carp_nodepool *np,
+          size_t *n)
+{
+  static const char *const names[] = {"cpu", "memory", "ephemeral-storage",
+                                      "pods", "nodes"};
+  struct carp_sched_quantity *q =
+      carp_arena_array(A, 5 + np->limits.values.nextended, sizeof(*q));
+  size_t i, k = 0;
+  int64_t v;
+  for (i = 0; i < 5; i++) {
+    if (carp_nodepool_limit(np, names[i], &v))
+      q[k++] = (struct carp_sched_quantity){
+          names[i], strcmp(names[i], "cpu") ? v * 1000 : v};
+  }
+  for (i = 0; i < np->limits.values.nextended; i++) {
+    const char *name = np->limits.values.extended[i].name;
+    if (!strcmp(name, "nodes"))
+      continue;
+    q[k++] = (struct carp_sched_quantity){
+        name, np->limits.values.extended[i].value * 1000};
+  }
+  *n = k;
+  return q;
+}
+
+static int add_pools(struct carp_prov_problem *pr, const struct carp_cluster *c,
+                     struct carp_provider *provider)
+{
+  struct carp_store_iter it;
+  struct carp_objmeta *m;
+  struct carp_sched_nodepool *pools;
+  struct carp_sched_instance_type *types = NULL;
+  const struct carp_provider_instance_type **tref = NULL;
+  const char **class_names;
+  size_t *class_start, *class_n;
+  size_t npools = 0, cap = carp_store_len(carp_informer_store(c->nodepools));
+  size_t ntypes = 0, captypes = 0, j;
+
+  pools = carp_arena_array(A, cap + 1, sizeof(*pools));
+  pr->pools = carp_arena_array(A, cap + 1, sizeof(*pr->pools));
+  pr->classes = carp_calloc(cap + 1, sizeof(*pr->classes));
+  class_names = carp_arena_array(A, cap + 1, sizeof(char *));
+  class_start = carp_arena_array(A, cap + 1, sizeof(size_t));
+  class_n = carp_arena_array(A, cap + 1, sizeof(size_t));
+
+  carp_store_iter_init(&it);
+  while ((m = carp_store_next(carp_informer_store(c->nodepools), &it))) {
+    const struct carp_nodepool *np = (const struct carp_nodepool *)m;
+    const struct carp_nodeclass *cls;
+    struct carp_sched_nodepool *o;
+    struct carp_sched_requirement *r;
+    struct carp_resources usage;
+    struct carp_sched_quantity *u;
+    size_t ci, nu;
+    int64_t nodes;
+    uint32_t *idx;
+    if (!pool_usable(c, np, &cls))
+      continue;
+    /* Instance types of its class, fetched once per class. */
+    for (ci = 0; ci < pr->nclasses; ci++)
+      if (!strcmp(class_names[ci], cls->meta.name))
+        break;
+    if (ci == pr->nclasses) {
+      struct carp_provider_instance_types *pt = &pr->classes[ci];
+      if (carp_provider_instance_types(provider, "provisioner", cls, pt)) {
+        CARP_LOG_WARN("provisioner", "no instance types for node class",
+                      CARP_F_STR("nodeclass", cls->meta.name));
+        continue;
+      }
+      class_names[ci] = cls->meta.name;
+      class_start[ci] = ntypes;
+      class_n[ci] = pt->n;
+      pr->nclasses++;
+      if (ntypes + pt->n > captypes) {
+        size_t ncap = (ntypes + pt->n) * 2;
+        struct carp_sched_instance_type *nt =
+            carp_arena_array(A, ncap, sizeof(*nt));
+        const struct carp_provider_instance_type **nr =
+            carp_arena_array(A, ncap, sizeof(*nr));
+        if (ntypes) {
+          memcpy(nt, types, ntypes * sizeof(*nt));
+          memcpy(nr, tref, ntypes * sizeof(*nr));
+        }
+        types = nt;
+        tref = nr;
+        captypes = ncap;
+      }
+      for (j = 0; j < pt->n; j++) {
+        add_type(pr, &types[ntypes], &pt->v[j]);
+        tref[ntypes++] = &pt->v[j];
+      }
+    }
+    o = &pools[npools];
+    pr->pools[npools++] = np;
+    o->name = m->name;
+    o->weight = np->weight;
+    o->labels = labels_of(pr, np->labels, &o->nlabels);
+    r = reqs_of(pr, np->tmpl.requirements, np->tmpl.nrequirements, 2);
+    one_value(pr, &r[np->tmpl.nrequirements], CARP_LABEL_NODEPOOL, m->name);
+    one_value(pr, &r[np->tmpl.nrequirements + 1], CARP_LABEL_NODECLASS_KEY,
+              cls->meta.name);
+    o->requirements = r;
+    o->nrequirements = np->tmpl.nrequirements + 2;
+    o->taints = taints_of(pr, np->tmpl.taints, np->tmpl.ntaints);
+    o->ntaints = np->tmpl.ntaints;
+    o->startup_taints =
+        taints_of(pr, np->tmpl.startup_taints, np->tmpl.nstartup_taints);
+    o->nstartup_taints = np->tmpl.nstartup_taints;
+    idx = carp_arena_array(A, class_n[ci] + 1, sizeof(uint32_t));
+    for (j = 0; j < class_n[ci]; j++)
+      idx[j] = (uint32_t)(class_start[ci] + j);
+    o->instance_types = idx;
+    o->ninstance_types = class_n[ci];
+    o->limits = limits_of(pr, np, &o->nlimits);
+    carp_cluster_nodepool_usage(c, m->name, &usage, &nodes);
+    {
+      const struct carp_sched_quantity *q =
+          carp_prov_quantities(A, &usage, &nu);
+      u = carp_arena_array(A, nu + 1, sizeof(*u));
+      memcpy(u, q, nu * sizeof(*u));
+      u[nu++] = (struct carp_sched_quantity){CARP_RESOURCE_NODES, nodes * 1000};
+    }
+    carp_resources_cleanup(&usage);
+    o->usage = u;
+    o->nusage = nu;
+  }
+  pr->p.nodepools = pools;
+  pr->p.nnodepools = npools;
+  pr->p.instance_types = types;
+  pr->p.ninstance_types = ntypes;
+  pr->types = tref;
+  return 0;
+}
+
+static void add_daemons(struct carp_prov_problem *pr,
+                        const struct carp_cluster *c)
+{
+  struct carp_store_iter it;
+  struct carp_objmeta *m;
+  size_t cap = carp_store_len(carp_informer_store(c->daemonsets)), n = 0;
+  struct carp_sched_daemon *d = carp_arena_array(A, cap + 1, sizeof(*d));
+  carp_store_iter_init(&it);
+  while ((m = carp_store_next(carp_informer_store(c->daemonsets), &it))) {
+    const struct carp_daemonset *ds = (const struct carp_daemonset *)m;
+    const struct carp_podspec *s = ds->spec;
+    d[n].name = m->name;
+    d[n].requests = carp_prov_quantities(A, &s->requests, &d[n].nrequests);
+    d[n].node_selector = labels_of(pr, s->node_selector, &d[n].nnode_selector);
+    d[n].required_terms = terms_of(pr, s->required, s->nrequired);
+    d[n].nrequired_terms = s->nrequired;
+    d[n].tolerations = tolerations_of(pr, s->tolerations, s->ntolerations);
+    d[n].ntolerations = s->ntolerations;
+    d[n].host_ports = ports_of(pr, s);
+    d[n].nhost_ports = s->nhost_ports;
+    n++;
+  }
+  pr->p.daemons = d;
+  pr->p.ndaemons = n;
+}
+
+/* ---- putting it together ---- */
+
+static void add_bound_pods(struct builder *b, int all)
+{
+  struct carp_prov_problem *pr = b->pr;
+  const struct carp_cluster *c = b->c;
+  struct carp_store_iter it;
+  struct carp_objmeta *m;
+  struct carp_sched_bound_pod *bp = NULL;
+  size_t n = 0, cap = 0;
+  carp_store_iter_init(&it);
+  while ((m = carp_store_next(carp_informer_store(c->pods), &it))) {
+    const struct carp_pod *p = (const struct carp_pod *)m;
+    void *slot;
+    if (!p->node_name || carp_pod_is_terminal(p))
+      continue;
+    if (!all && !p->spec->nanti_affinity)
+      continue;
+    slot = carp_map_gets(&b->target_index, p->node_name);
+    if (!slot)
+      continue;
+    if (n == cap) {
+      struct carp_sched_bound_pod *nb;
+      cap = cap ? cap * 2 : 256;
+      nb = carp_arena_array(A, cap, sizeof(*nb));
+      if (n)
+        memcpy(nb, bp, n * sizeof(*nb));
+      bp = nb;
+    }
+    bp[n].namespace_ = m->namespace;
+    bp[n].labels = labels_of(pr, m->labels, &bp[n].nlabels);
+    bp[n].node = (uint32_t)((uintptr_t)slot - 1);
+    bp[n].anti_affinity =
+        pod_terms_of(pr, p->spec->anti_affinity, p->spec->nanti_affinity);
+    bp[n].nanti_affinity = p->spec->nanti_affinity;
+    n++;
+  }
+  pr->p.bound_pods = bp;
+  pr->p.nbound_pods = n;
+}
+
+int carp_prov_problem_build(struct carp_prov_problem *pr,
+                            const struct carp_cluster *c,
+                            struct carp_provider *provider,
+                            const struct carp_prov_input *in)
+{
+  struct builder b;
+  struct carp_sched_pod *pods;
+  size_t i, npods = 0;
+  int topology = 0;
+
+  memset(pr, 0, sizeof(*pr));
+  carp_arena_init(&pr->arena);
+  memset(&b, 0, sizeof(b));
+  b.pr = pr;
+  b.c = c;
+  carp_map_init(&b.target_index);
+
+  add_nodes(&b);
+  add_claims(&b);
+
+  pods = carp_arena_array(A, in->npending + 1, sizeof(*pods));
+  pr->pods = carp_arena_array(A, in->npending + 1, sizeof(*pr->pods));
+  for (i = 0; i < in->npending; i++) {
+    const struct carp_pod *p = in->pending[i];
+    const char *target = carp_cluster_nomination(c, p->meta.uid);
+    void *slot = target ? carp_map_gets(&b.target_index, target) : NULL;
+    if (slot) {
+      /* Nominated to a live target: it counts there, not placed again. */
+      size_t k = (uintptr_t)slot - 1;
+      carp_resources_add(&b.targets[k].requested, &p->spec->requests);
+      add_ports(pr, &b.targets[k], p->spec);
+      pr->nominated++;
+      continue;
+    }
+    pod_of(pr, p, &pods[npods]);
+    pr->pods[npods++] = p;
+    topology |= has_topology(p->spec);
+  }
+  pr->p.pods = pods;
+  pr->p.npods = npods;
+
+  for (i = 0; i < b.nnodes; i++) {
+    b.nodes[i].requested = carp_prov_quantities(A, &b.targets[i].requested,
+                                                &b.nodes[i].nrequested);
+    b.nodes[i].host_ports = b.targets[i].ports;
+    b.nodes[i].nhost_ports = b.targets[i].nports;
+    carp_resources_cleanup(&b.targets[i].requested);
+  }
+  pr->p.nodes = b.nodes;
+  pr->p.nnodes = b.nnodes;
+  add_bound_pods(&b, topology);
+  add_pools(pr, c, provider);
+  add_daemons(pr, c);
+  pr->p.ignore_preferences = in->ignore_preferences;
+  carp_map_free(&b.target_index);
+  return 0;
+}
+
+void carp_prov_problem_free(struct carp_prov_problem *pr)
+{
+  size_t i;
+  for (i = 0; i < pr->nclasses; i++)
+    carp_provider_instance_types_free(&pr->classes[i]);
+  carp_free(pr->classes);
+  carp_arena_free(&pr->arena);
+  memset(pr, 0, sizeof(*pr));
+}
