@@ -156,7 +156,10 @@ int sched_topology_check(struct sched_solver *s, struct sched_group *g,
         same = bs_next(poss, dk->dwords, 0) == best &&
                bs_next(poss, dk->dwords, best + 1) == SIZE_MAX;
       }
-      if (!same) {
+      /* Always state the domain on the claim, even when its instance types
+       * could only land there anyway (memoised: a no-op when present). */
+      (void)same;
+      {
         uint32_t bad, nr = sched_domain_rset(s, (uint32_t)t->dkey, x);
         rs = sched_rset_add(&s->rc, rs, nr, b->kind == BIN_CLAIM, &bad);
         if (rs == SCHED_NONE) {

@@ -109,23 +109,49 @@ static int64_t place_class(struct packer *P, struct pclass *c, uint32_t bi,
   return placed;
 }
 
-/* The capacity vector a fill aims at, and the type behind it. */
-static const int64_t *target(struct sched_solver *s, struct sched_bin *b,
-                             int mode, uint32_t *type)
+/* The capacity vector a fill aims at, and the type behind it. Free: the
+ * cheapest option (its room is already paid for). Grow: the option that
+ * would serve the pending pods most cheaply, price times the number of
+ * such nodes the pending demand needs in its tightest dimension; with
+ * linear prices that is the largest type (its reservations weigh least),
+ * with other price models it is the best value, not the biggest. */
+static const int64_t *target(struct packer *P, struct sched_bin *b, int mode,
+                             uint32_t *type)
 {
+  struct sched_solver *s = P->s;
   struct sched_pool *pool;
+  const uint32_t R = s->R;
+  double best = INFINITY;
   *type = SCHED_NONE;
   if (b->kind != BIN_CLAIM)
     return b->alloc;
   pool = &s->pools[b->pool];
   if (mode == FILL_GROW) {
-    for (uint32_t i = 0; i < pool->ntypes; i++)
-      if (bs_get(b->opts, pool->by_size[i])) {
-        *type = pool->by_size[i];
-        break;
+    for (uint32_t i = 0; i < pool->ntypes; i++) {
+      uint32_t t = pool->by_size[i];
+      const int64_t *cap = &pool->cap[(size_t)t * R];
+      double need = 0, cost;
+      if (!bs_get(b->opts, t))
+        continue;
+      for (uint32_t r = 0; r < R; r++) {
+        double x;
+        if (P->D[r] <= 0)
+          continue;
+        if (cap[r] <= 0) {
+          need = INFINITY;
+          break;
+        }
+        x = P->D[r] / (double)cap[r];
+        if (x > need)
+          need = x;
       }
+      cost = sched_type_price(s, t, b->rset) * need;
+      if (cost < best * (1 - 1e-9)) {
+        best = cost;
+        *type = t;
+      }
+    }
   } else {
-    double best = INFINITY;
     for (uint32_t i = 0; i < pool->ntypes; i++) {
       uint32_t t = pool->by_price[i];
       double pr;
@@ -142,7 +168,20 @@ static const int64_t *target(struct sched_solver *s, struct sched_bin *b,
   }
   if (*type == SCHED_NONE)
     return NULL;
-  return &pool->cap[(size_t)*type * s->R];
+  return &pool->cap[(size_t)*type * R];
+}
+
+/* Pending demand of the candidate classes, into P->D. */
+static void demand(struct packer *P, uint32_t nc)
+{
+  const uint32_t R = P->s->R;
+  for (uint32_t r = 0; r < R; r++)
+    P->D[r] = 0;
+  for (uint32_t c = 0; c < nc; c++) {
+    const struct pclass *pc = &P->cls[P->cand[c]];
+    for (uint32_t r = 0; r < R; r++)
+      P->D[r] += (double)pc->remaining * (double)pc->req[r];
+  }
 }
 
 static void fill(struct packer *P, uint32_t bi, int mode)
@@ -156,12 +195,6 @@ static void fill(struct packer *P, uint32_t bi, int mode)
 
   if (!bs_get(s->open, bi))
     return;
-  T = target(s, b, mode, &ttype);
-  if (!T)
-    return;
-  for (uint32_t r = 0; r < R; r++)
-    if (P->minreq[r] > 0 && T[r] - b->used[r] < P->minreq[r])
-      return; /* not even the smallest pending pod fits the target */
   ok = compat_of(P, b);
   for (uint32_t i = 0; i < P->ncls; i++)
     if (ok[i] && P->cls[i].remaining > 0 &&
@@ -169,17 +202,17 @@ static void fill(struct packer *P, uint32_t bi, int mode)
       P->cand[nc++] = i;
   if (!nc)
     return;
+  demand(P, nc);
+  T = target(P, b, mode, &ttype);
+  if (!T)
+    return;
+  for (uint32_t r = 0; r < R; r++)
+    if (P->minreq[r] > 0 && T[r] - b->used[r] < P->minreq[r])
+      return; /* not even the smallest pending pod fits the target */
 
   if (mode == FILL_GROW) {
     /* the same fraction of every pending class */
     double alpha = INFINITY;
-    for (uint32_t r = 0; r < R; r++)
-      P->D[r] = 0;
-    for (uint32_t c = 0; c < nc; c++) {
-      const struct pclass *pc = &P->cls[P->cand[c]];
-      for (uint32_t r = 0; r < R; r++)
-        P->D[r] += (double)pc->remaining * (double)pc->req[r];
-    }
     for (uint32_t r = 0; r < R; r++)
       if (P->D[r] > 0) {
         double a = (double)(T[r] - b->used[r]) / P->D[r];
@@ -195,7 +228,7 @@ static void fill(struct packer *P, uint32_t bi, int mode)
           place_class(P, pc, bi, k);
       }
     if (ttype != SCHED_NONE && !bs_get(b->opts, ttype))
-      T = target(s, b, mode, &ttype);
+      T = target(P, b, mode, &ttype);
   }
 
   /* top up: the best match for the room left, a few pods at a time */
@@ -231,15 +264,8 @@ static void fill(struct packer *P, uint32_t bi, int mode)
       }
     }
     if (ttype != SCHED_NONE && !bs_get(b->opts, ttype))
-      T = target(s, b, mode, &ttype);
+      T = target(P, b, mode, &ttype);
   }
-  if (mode == FILL_GROW && b->kind == BIN_CLAIM)
-    /* other options may still hold what the target could not */
-    for (uint32_t c = 0; c < nc && bs_get(s->open, bi); c++) {
-      struct pclass *pc = &P->cls[P->cand[c]];
-      while (pc->remaining > 0 && place_class(P, pc, bi, pc->remaining) > 0)
-        ;
-    }
 }
 
 static int pending(struct packer *P)
@@ -308,9 +334,154 @@ static void build_classes(struct packer *P, const uint32_t *groups, uint32_t n)
   carp_free(head);
 }
 
+/* ---- new claims: two strategies, the better one kept ---- */
+
+/* What a strategy changes, so it can be undone. */
+struct snapshot {
+  uint32_t nbins, nnew;
+  int64_t *remaining; /* per pool, R + 1 each */
+  uint32_t *next;     /* per member group, in class order */
+  uint32_t *cur;
+  int64_t *left;
+};
+
+static void snap_take(struct packer *P, struct snapshot *sn)
+{
+  struct sched_solver *s = P->s;
+  size_t k = 0;
+  sn->nbins = s->nbins;
+  sn->nnew = s->nnew;
+  for (uint32_t pi = 0; pi < s->npools; pi++)
+    memcpy(&sn->remaining[(size_t)pi * (s->R + 1)], s->pools[pi].remaining,
+           (s->R + 1) * sizeof(int64_t));
+  for (uint32_t i = 0; i < P->ncls; i++) {
+    sn->cur[i] = P->cls[i].cur;
+    sn->left[i] = P->cls[i].remaining;
+    for (uint32_t m = 0; m < P->cls[i].nmem; m++)
+      sn->next[k++] = s->groups[P->cls[i].mem[m]].next;
+  }
+}
+
+/* Undoes everything since snap_take: the pods placed go back to pending,
+ * the claims opened are discarded (their bits cleared in every bin
+ * bitset), reservations return to the pools. Topology counts are not
+ * restored: free groups have no rule that reads them. */
+static void snap_restore(struct packer *P, const struct snapshot *sn)
+{
+  struct sched_solver *s = P->s;
+  size_t k = 0;
+  for (uint32_t i = 0; i < P->ncls; i++) {
+    P->cls[i].cur = sn->cur[i];
+    P->cls[i].remaining = sn->left[i];
+    for (uint32_t m = 0; m < P->cls[i].nmem; m++) {
+      struct sched_group *g = &s->groups[P->cls[i].mem[m]];
+      for (uint32_t j = sn->next[k]; j < g->next; j++)
+        s->assign[g->pods[j]] = SCHED_NONE;
+      g->next = sn->next[k++];
+    }
+  }
+  while (s->nbins > sn->nbins)
+    sched_bin_discard(s, s->nbins - 1);
+  s->nnew = sn->nnew;
+  for (uint32_t pi = 0; pi < s->npools; pi++)
+    memcpy(s->pools[pi].remaining, &sn->remaining[(size_t)pi * (s->R + 1)],
+           (s->R + 1) * sizeof(int64_t));
+}
+
+static double claims_price(struct packer *P, uint32_t from)
+{
+  struct sched_solver *s = P->s;
+  double sum = 0;
+  uint32_t t;
+  for (uint32_t bi = from; bi < s->nbins; bi++)
+    if (target(P, &s->bins[bi], FILL_FREE, &t))
+      sum += sched_type_price(s, t, s->bins[bi].rset);
+  return sum;
+}
+
+static int64_t pending_pods(struct packer *P)
+{
+  int64_t n = 0;
+  for (uint32_t i = 0; i < P->ncls; i++)
+    n += P->cls[i].remaining;
+  return n;
+}
+
+/* Balanced: open a claim for the biggest pending pod, grow it towards the
+ * best-value option, repeat. */
+static void open_balanced(struct packer *P, uint8_t *failed)
+{
+  struct sched_solver *s = P->s;
+  memset(failed, 0, P->ncls);
+  while (pending(P)) {
+    uint32_t i, bi;
+    for (i = 0; i < P->ncls; i++)
+      if (P->cls[i].remaining > 0 && !failed[i])
+        break;
+    if (i == P->ncls)
+      break;
+    bi = sched_open_claim(s, leader(P, &P->cls[i]), 1);
+    if (bi == SCHED_NONE) {
+      failed[i] = 1;
+      continue;
+    }
+    P->cls[i].remaining -= 1;
+    s->bins[bi].phase2 = 1;
+    fill(P, bi, FILL_GROW);
+  }
+}
+
+/* First-fit decreasing: pods in queue order, each into the first new
+ * claim some option of which still holds it, else a new claim; Karpenter's
+ * packing without existing capacity. The reference a plan must never be
+ * worse than. */
+static void open_ffd(struct packer *P, uint32_t from)
+{
+  struct sched_solver *s = P->s;
+  for (uint32_t i = 0; i < P->ncls; i++) {
+    struct pclass *pc = &P->cls[i];
+    while (pc->remaining > 0) {
+      uint32_t bi;
+      for (bi = from; bi < s->nbins && pc->remaining > 0; bi++)
+        if (bs_get(s->open, bi) && !(pc->rej && bs_get(pc->rej, bi)))
+          place_class(P, pc, bi, pc->remaining);
+      if (pc->remaining <= 0)
+        break;
+      bi = sched_open_claim(s, leader(P, pc), 1);
+      if (bi == SCHED_NONE)
+        break;
+      pc->remaining -= 1;
+      s->bins[bi].phase2 = 1;
+    }
+  }
+}
+
+static void open_new(struct packer *P, uint8_t *failed, struct snapshot *sn)
+{
+  struct sched_solver *s = P->s;
+  uint32_t from = s->nbins;
+  int64_t left_ffd, left_bal;
+  double price_ffd, price_bal;
+  if (!pending(P))
+    return;
+  snap_take(P, sn);
+  open_ffd(P, from);
+  left_ffd = pending_pods(P);
+  price_ffd = claims_price(P, from);
+  snap_restore(P, sn);
+  open_balanced(P, failed);
+  left_bal = pending_pods(P);
+  price_bal = claims_price(P, from);
+  if (left_ffd < left_bal || (left_ffd == left_bal && price_ffd < price_bal)) {
+    snap_restore(P, sn);
+    open_ffd(P, from);
+  }
+}
+
 void sched_pack_inert(struct sched_solver *s, uint32_t *groups, uint32_t n)
 {
   struct packer P;
+  struct snapshot sn;
   uint8_t *failed;
   memset(&P, 0, sizeof(P));
   P.s = s;
@@ -319,6 +490,11 @@ void sched_pack_inert(struct sched_solver *s, uint32_t *groups, uint32_t n)
   P.minreq = carp_calloc(s->R + 1, sizeof(int64_t));
   P.D = carp_calloc(s->R + 1, sizeof(double));
   failed = carp_calloc(P.ncls + 1, 1);
+  sn.remaining =
+      carp_calloc((size_t)(s->npools + 1) * (s->R + 1), sizeof(int64_t));
+  sn.next = carp_calloc(n + 1, sizeof(uint32_t));
+  sn.cur = carp_calloc(P.ncls + 1, sizeof(uint32_t));
+  sn.left = carp_calloc(P.ncls + 1, sizeof(int64_t));
   sched_map_init(&P.compat);
   for (;;) {
     uint32_t nb = s->nbins;
@@ -329,25 +505,7 @@ void sched_pack_inert(struct sched_solver *s, uint32_t *groups, uint32_t n)
     for (uint32_t bi = 0; bi < nb && pending(&P); bi++)
       if (s->bins[bi].kind == BIN_CLAIM)
         fill(&P, bi, FILL_GROW);
-    memset(failed, 0, P.ncls);
-    while (pending(&P)) {
-      uint32_t i, bi;
-      struct sched_group *g = NULL;
-      for (i = 0; i < P.ncls; i++)
-        if (P.cls[i].remaining > 0 && !failed[i])
-          break;
-      if (i == P.ncls)
-        break;
-      g = leader(&P, &P.cls[i]);
-      bi = sched_open_claim(s, g, 1);
-      if (bi == SCHED_NONE) {
-        failed[i] = 1;
-        continue;
-      }
-      P.cls[i].remaining -= 1;
-      s->bins[bi].phase2 = 1;
-      fill(&P, bi, FILL_GROW);
-    }
+    open_new(&P, failed, &sn);
     for (uint32_t i = 0; i < P.ncls; i++) {
       struct pclass *pc = &P.cls[i];
       if (pc->remaining <= 0)
@@ -370,4 +528,8 @@ void sched_pack_inert(struct sched_solver *s, uint32_t *groups, uint32_t n)
   carp_free(P.minreq);
   carp_free(P.D);
   carp_free(failed);
+  carp_free(sn.remaining);
+  carp_free(sn.next);
+  carp_free(sn.cur);
+  carp_free(sn.left);
 }

@@ -13,7 +13,7 @@
 #include "carpenter/quantity.h"
 #include "carpenter/scheduling.h"
 
-#define TB_MAXPODS  20000
+#define TB_MAXPODS  2048
 #define TB_MAXNODES 512
 #define TB_MAXTYPES 512
 #define TB_N        8
