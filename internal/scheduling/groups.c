@@ -108,10 +108,20 @@ static void put_node_terms(struct sig *b, const struct carp_sched_node_term *t,
   }
 }
 
+/* Is key a label some selector looks at? Label keys repeat on every pod
+ * of a cluster, mostly as the same pointers: a small cache by pointer
+ * answers before the intern table does. */
 static int sel_key(struct sched_solver *s, const char *key)
 {
   uint64_t v;
-  return sched_map_get(&s->sel_memo, sched_intern(&s->rc.in, key), &v);
+  size_t slot = ((uintptr_t)key >> 4) & (CARP_ARRAY_LEN(s->selc_ptr) - 1);
+  int yes;
+  if (s->selc_ptr[slot] == key)
+    return s->selc_val[slot];
+  yes = sched_map_get(&s->sel_memo, sched_intern(&s->rc.in, key), &v);
+  s->selc_ptr[slot] = key;
+  s->selc_val[slot] = (uint8_t)yes;
+  return yes;
 }
 
 static void signature(struct sched_solver *s, const struct carp_sched_pod *p,
@@ -168,17 +178,25 @@ static void signature(struct sched_solver *s, const struct carp_sched_pod *p,
 
 /* ---- selector keys ---- */
 
+static void note_key(struct sched_solver *s, const char *key)
+{
+  size_t slot = ((uintptr_t)key >> 4) & (CARP_ARRAY_LEN(s->selc_ptr) - 1);
+  if (s->selc_ptr[slot] == key)
+    return; /* noted already */
+  sched_map_put(&s->sel_memo, sched_intern(&s->rc.in, key), 1);
+  s->selc_ptr[slot] = key;
+  s->selc_val[slot] = 1;
+}
+
 static void note_sel(struct sched_solver *s,
                      const struct carp_sched_selector *sel)
 {
   if (!sel)
     return;
   for (size_t i = 0; i < sel->nmatch_labels; i++)
-    sched_map_put(&s->sel_memo,
-                  sched_intern(&s->rc.in, sel->match_labels[i].key), 1);
+    note_key(s, sel->match_labels[i].key);
   for (size_t i = 0; i < sel->nmatch_expressions; i++)
-    sched_map_put(&s->sel_memo,
-                  sched_intern(&s->rc.in, sel->match_expressions[i].key), 1);
+    note_key(s, sel->match_expressions[i].key);
 }
 
 static void note_terms(struct sched_solver *s,
@@ -229,8 +247,7 @@ static void own_add(struct sched_solver *s, struct sched_group *g, uint32_t tg,
 {
   const struct carp_sched_pod *p = &s->p->pods[g->rep];
   struct sched_owned *o;
-  g->own = carp_reallocarray(g->own, g->nown + 1, sizeof(*g->own));
-  o = &g->own[g->nown++];
+  o = &g->own[g->nown++]; /* sized in group_init */
   memset(o, 0, sizeof(*o));
   o->tg = tg;
   o->cls = cls;
@@ -243,6 +260,8 @@ static void own_add(struct sched_solver *s, struct sched_group *g, uint32_t tg,
 static uint32_t *ranks_of(struct sched_solver *s,
                           const struct carp_sched_pod_term *t, size_t n)
 {
+  if (!n)
+    return NULL;
   uint32_t *idx = sched_alloc(&s->arena, (n + 1) * sizeof(uint32_t));
   uint32_t *rank = sched_alloc(&s->arena, (n + 1) * sizeof(uint32_t));
   for (uint32_t i = 0; i < n; i++)
@@ -285,24 +304,34 @@ static void group_init(struct sched_solver *s, struct sched_group *g)
 
   g->ns = sched_intern(&s->rc.in, p->namespace_);
   g->req = sched_zalloc(&s->arena, R * sizeof(int64_t));
+  g->own = sched_alloc(&s->arena,
+                       (p->nspreads + p->naffinity + p->npreferred_affinity +
+                        p->nanti_affinity + p->npreferred_anti_affinity + 1) *
+                           sizeof(*g->own));
+  g->inv_own =
+      sched_alloc(&s->arena, (p->nanti_affinity + 1) * sizeof(uint32_t));
   for (size_t i = 0; i < p->nrequests; i++) {
     int d = sched_dim(s, p->requests[i].name);
     if (d >= 0 && d != SCHED_DIM_PODS)
       g->req[d] += p->requests[i].milli;
   }
   g->req[SCHED_DIM_PODS] = 1000;
-  sched_ports_from_public(s, p->host_ports, p->nhost_ports, &g->ports,
-                          &g->nports);
-  g->pref_order =
-      sched_alloc(&s->arena, (p->npreferred_terms + 1) * sizeof(uint32_t));
-  for (uint32_t i = 0; i < p->npreferred_terms; i++)
-    g->pref_order[i] = i;
-  qsort_r(g->pref_order, p->npreferred_terms, sizeof(uint32_t), req_rank_cmp,
-          (void *)p->preferred_terms);
+  if (p->nhost_ports)
+    sched_ports_from_public(s, p->host_ports, p->nhost_ports, &g->ports,
+                            &g->nports);
+  if (p->npreferred_terms) {
+    g->pref_order =
+        sched_alloc(&s->arena, p->npreferred_terms * sizeof(uint32_t));
+    for (uint32_t i = 0; i < p->npreferred_terms; i++)
+      g->pref_order[i] = i;
+    qsort_r(g->pref_order, p->npreferred_terms, sizeof(uint32_t), req_rank_cmp,
+            (void *)p->preferred_terms);
+  }
 
   /* spread node filter (nodeAffinityPolicy Honor): the pod's node selector
    * and its required term when it has exactly one */
-  if (strict_of(s, p, p->nrequired_terms == 1 ? 0 : UINT32_MAX, &s->rb) == 0) {
+  if (p->nspreads &&
+      strict_of(s, p, p->nrequired_terms == 1 ? 0 : UINT32_MAX, &s->rb) == 0) {
     filter = sched_rbuild_intern(&s->rc, &s->rb);
     if (filter == 0)
       filter = SCHED_NONE;
@@ -343,8 +372,6 @@ static void group_init(struct sched_solver *s, struct sched_group *g)
         s, g,
         sched_tg_get(s, TG_ANTI, key, 0, 0, SCHED_NONE, t->selector, g->ns, t),
         OWN_REQUIRED, 0, 0);
-    g->inv_own =
-        carp_reallocarray(g->inv_own, g->ninv_own + 1, sizeof(uint32_t));
     g->inv_own[g->ninv_own++] = sched_tg_get(s, TG_INVERSE, key, 0, 0,
                                              SCHED_NONE, t->selector, g->ns, t);
   }
@@ -452,32 +479,92 @@ int sched_groups_setup(struct sched_solver *s)
                    0, 0, SCHED_NONE, bp->anti_affinity[k].selector, ns,
                    &bp->anti_affinity[k]);
   }
-  /* who selects whom */
-  for (uint32_t gi = 0; gi < s->ngroups; gi++) {
-    struct sched_group *g = &s->groups[gi];
-    const struct carp_sched_pod *pod = &p->pods[g->rep];
+  /* who selects whom: a selector with matchLabels can only select pods
+   * carrying its first pair, so index the topology groups by it */
+  {
+    struct sched_map byfirst; /* (key, value) -> chain head + 1 */
+    uint32_t *chain = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
+    uint32_t *always = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
+    uint32_t *fwd = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
+    uint32_t *inv = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
+    uint32_t nalways = 0;
+    sched_map_init(&byfirst);
     for (uint32_t t = 0; t < s->ntgs; t++) {
-      if (!sched_tg_selects(s, &s->tgs[t], g->ns, pod->labels, pod->nlabels))
+      const struct carp_sched_selector *sel = s->tgs[t].sel;
+      uint64_t key, v;
+      if (!sel)
+        continue; /* a nil selector matches nothing */
+      if (!sel->nmatch_labels) {
+        always[nalways++] = t;
         continue;
-      if (s->tgs[t].type == TG_INVERSE) {
-        g->inv_by =
-            carp_reallocarray(g->inv_by, g->ninv_by + 1, sizeof(uint32_t));
-        g->inv_by[g->ninv_by++] = t;
-      } else {
-        g->sel_by =
-            carp_reallocarray(g->sel_by, g->nsel_by + 1, sizeof(uint32_t));
-        g->sel_by[g->nsel_by++] = t;
       }
+      key = (uint64_t)sched_intern(&s->rc.in, sel->match_labels[0].key) << 32 |
+            sched_intern(&s->rc.in, sel->match_labels[0].value);
+      chain[t] = sched_map_get(&byfirst, key, &v) ? (uint32_t)v : 0;
+      sched_map_put(&byfirst, key, t + 1);
     }
-    /* Free: nothing constrains where it goes. Spread and anti-affinity
-     * selectors may count it (placing it last is a valid order: it only
-     * adds to counts), but a pod-affinity selector may not, since another
-     * pod might need it placed first. */
-    g->inert =
-        g->nown == 0 && g->ninv_own == 0 && g->nports == 0 && g->ninv_by == 0;
-    for (uint32_t i = 0; i < g->nsel_by && g->inert; i++)
-      if (s->tgs[g->sel_by[i]].type == TG_AFFINITY)
-        g->inert = 0;
+    for (uint32_t gi = 0; gi < s->ngroups; gi++) {
+      struct sched_group *g = &s->groups[gi];
+      const struct carp_sched_pod *pod = &p->pods[g->rep];
+      uint32_t nf = 0, ni = 0;
+      for (size_t k = 0; k <= pod->nlabels; k++) {
+        uint32_t next = 0, i = 0;
+        uint64_t v;
+        if (k < pod->nlabels) {
+          const struct carp_sched_label *l = &pod->labels[k];
+          if (!l->key ||
+              !sched_map_get(&byfirst,
+                             (uint64_t)sched_intern(&s->rc.in, l->key) << 32 |
+                                 sched_intern(&s->rc.in, l->value),
+                             &v))
+            continue;
+          next = (uint32_t)v;
+        }
+        for (;;) {
+          uint32_t t;
+          if (k < pod->nlabels) {
+            if (!next)
+              break;
+            t = next - 1;
+            next = chain[t];
+          } else {
+            if (i >= nalways)
+              break;
+            t = always[i++];
+          }
+          if (!sched_tg_selects(s, &s->tgs[t], g->ns, pod->labels,
+                                pod->nlabels))
+            continue;
+          if (s->tgs[t].type == TG_INVERSE)
+            inv[ni++] = t;
+          else
+            fwd[nf++] = t;
+        }
+      }
+      g->sel_by = sched_memdup(&s->arena, fwd, (nf + 1) * sizeof(uint32_t));
+      g->nsel_by = nf;
+      g->inv_by = sched_memdup(&s->arena, inv, (ni + 1) * sizeof(uint32_t));
+      g->ninv_by = ni;
+      /* Free: nothing constrains where it goes. Spread and anti-affinity
+       * selectors may count it (placing it last is a valid order: it only
+       * adds to counts), but a pod-affinity selector may not, since
+       * another pod might need it placed first. */
+      g->inert =
+          g->nown == 0 && g->ninv_own == 0 && g->nports == 0 && g->ninv_by == 0;
+      for (uint32_t i = 0; i < g->nsel_by && g->inert; i++)
+        if (s->tgs[g->sel_by[i]].type == TG_AFFINITY)
+          g->inert = 0;
+      /* room for every rule the group may ever have */
+      g->rules = sched_alloc(&s->arena,
+                             (g->nown + g->ninv_by + 1) * sizeof(*g->rules));
+      g->allow = sched_alloc(&s->arena,
+                             (g->nown + g->ninv_by + 1) * sizeof(*g->allow));
+    }
+    sched_map_free(&byfirst);
+    carp_free(chain);
+    carp_free(always);
+    carp_free(fwd);
+    carp_free(inv);
   }
 out:
   carp_free(sig.p);
@@ -528,10 +615,6 @@ int sched_group_apply(struct sched_solver *s, struct sched_group *g)
     }
     nactive += o->active;
   }
-  g->rules =
-      carp_reallocarray(g->rules, nactive + g->ninv_by + 1, sizeof(*g->rules));
-  g->allow =
-      carp_reallocarray(g->allow, nactive + g->ninv_by + 1, sizeof(*g->allow));
   g->nrules = 0;
   for (uint32_t i = 0; i < g->nown; i++)
     if (g->own[i].active) {

@@ -41,6 +41,20 @@ static uint32_t *sorted_unique(struct sched_arena *a, uint32_t *v, uint32_t *n)
   return sched_memdup(a, v, (m ? m : 1) * sizeof(uint32_t));
 }
 
+/* Decimal text of a non-negative number, interned (snprintf is slow for
+ * 800 numbers per solve). */
+static uint32_t intern_num(struct sched_solver *s, int64_t v)
+{
+  char buf[24], *p = buf + sizeof(buf) - 1;
+  uint64_t u = v < 0 ? 0 : (uint64_t)v;
+  *p = '\0';
+  do {
+    *--p = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  return sched_intern(&s->rc.in, sched_strdup(&s->arena, p));
+}
+
 static void add_in(struct sched_solver *s, struct sched_rbuild *b, uint32_t key,
                    uint32_t *vals, uint32_t n)
 {
@@ -68,7 +82,6 @@ int sched_types_setup(struct sched_solver *s)
     const struct carp_sched_instance_type *it = &p->instance_types[t];
     struct sched_type *ty = &s->types[t];
     uint32_t nz = 0, nc = 0;
-    char num[32];
     if (!it->name) {
       rc = CARP_EINVAL;
       goto out;
@@ -114,18 +127,13 @@ int sched_types_setup(struct sched_solver *s)
       add_in(s, &b, s->rc.k_zone, zones, nz);
     if (!has_key(&b, s->rc.k_ct))
       add_in(s, &b, s->rc.k_ct, cts, nc);
-    if (!has_key(&b, s->rc.k_cpu)) {
-      snprintf(num, sizeof(num), "%lld",
-               (long long)((ty->cap[SCHED_DIM_CPU] + 999) / 1000));
+    if (!has_key(&b, s->rc.k_cpu))
       sched_rbuild_label(&s->rc, &b, s->rc.k_cpu,
-                         sched_intern(&s->rc.in, sched_strdup(&s->arena, num)));
-    }
-    if (!has_key(&b, s->rc.k_mem)) {
-      snprintf(num, sizeof(num), "%lld",
-               (long long)(ty->cap[SCHED_DIM_MEMORY] / (1048576LL * 1000)));
-      sched_rbuild_label(&s->rc, &b, s->rc.k_mem,
-                         sched_intern(&s->rc.in, sched_strdup(&s->arena, num)));
-    }
+                         intern_num(s, (ty->cap[SCHED_DIM_CPU] + 999) / 1000));
+    if (!has_key(&b, s->rc.k_mem))
+      sched_rbuild_label(
+          &s->rc, &b, s->rc.k_mem,
+          intern_num(s, ty->cap[SCHED_DIM_MEMORY] / (1048576LL * 1000)));
     ty->rset = sched_rbuild_intern(&s->rc, &b);
   }
 out:
@@ -441,7 +449,11 @@ int sched_pools_setup(struct sched_solver *s)
             sched_rset_intersect(&s->rc, pool->tmpl, s->types[t].rset);
         if (!daemon_runs(s, dterms[d], ndterms[d], node))
           continue;
-        sched_vec_add(s, &pool->daemon[t * R], dm->requests, dm->nrequests, 1);
+        for (size_t q = 0; q < dm->nrequests; q++) {
+          int dim = sched_dim(s, dm->requests[q].name);
+          if (dim >= 0 && dim != SCHED_DIM_PODS) /* one pod, listed or not */
+            pool->daemon[t * R + (uint32_t)dim] += dm->requests[q].milli;
+        }
         pool->daemon[t * R + SCHED_DIM_PODS] += 1000;
         any = 1;
       }

@@ -45,6 +45,7 @@ struct packer {
   uint32_t *cand;
   struct sched_map compat; /* (rset, taintset) -> per-class byte */
   int64_t *minreq;         /* smallest pending request per dimension */
+  int64_t left;            /* pods still pending, all classes */
   double *D;
 };
 
@@ -103,6 +104,7 @@ static int64_t place_class(struct packer *P, struct pclass *c, uint32_t bi,
     placed += n;
     k -= n;
     c->remaining -= n;
+    P->left -= n;
     if (n < kk)
       break;
   }
@@ -189,12 +191,21 @@ static void fill(struct packer *P, uint32_t bi, int mode)
   struct sched_solver *s = P->s;
   struct sched_bin *b = &s->bins[bi];
   const uint32_t R = s->R;
-  const int64_t *T;
+  const int64_t *T = NULL;
   const uint8_t *ok;
-  uint32_t nc = 0, ttype;
+  uint32_t nc = 0, ttype = SCHED_NONE;
 
   if (!bs_get(s->open, bi))
     return;
+  if (mode == FILL_FREE) {
+    /* most bins have no room worth a look: say so before any set work */
+    T = target(P, b, mode, &ttype);
+    if (!T)
+      return;
+    for (uint32_t r = 0; r < R; r++)
+      if (P->minreq[r] > 0 && T[r] - b->used[r] < P->minreq[r])
+        return;
+  }
   ok = compat_of(P, b);
   for (uint32_t i = 0; i < P->ncls; i++)
     if (ok[i] && P->cls[i].remaining > 0 &&
@@ -202,8 +213,10 @@ static void fill(struct packer *P, uint32_t bi, int mode)
       P->cand[nc++] = i;
   if (!nc)
     return;
-  demand(P, nc);
-  T = target(P, b, mode, &ttype);
+  if (mode == FILL_GROW) {
+    demand(P, nc);
+    T = target(P, b, mode, &ttype);
+  }
   if (!T)
     return;
   for (uint32_t r = 0; r < R; r++)
@@ -233,22 +246,25 @@ static void fill(struct packer *P, uint32_t bi, int mode)
 
   /* top up: the best match for the room left, a few pods at a time */
   while (T && nc && bs_get(s->open, bi)) {
-    double best = -1;
-    uint32_t bc = SCHED_NONE;
+    double best = -1, w[16];
+    uint32_t bc = SCHED_NONE, RW = R < 16 ? R : 16;
+    /* score = sum of req/T * room/T: the weights once per round */
+    for (uint32_t r = 0; r < RW; r++)
+      w[r] = T[r] > 0 ? (double)(T[r] - b->used[r]) / ((double)T[r] * T[r]) : 0;
     for (uint32_t c = 0; c < nc; c++) {
       const struct pclass *pc = &P->cls[P->cand[c]];
       double score = 0;
       uint32_t r;
       if (pc->remaining <= 0)
         continue;
-      for (r = 0; r < R; r++) {
+      for (r = 0; r < R; r++)
         if (pc->req[r] > 0 && T[r] - b->used[r] < pc->req[r])
           break;
-        if (T[r] > 0)
-          score += ((double)pc->req[r] / (double)T[r]) *
-                   ((double)(T[r] - b->used[r]) / (double)T[r]);
-      }
-      if (r == R && score > best) {
+      if (r < R)
+        continue;
+      for (r = 0; r < RW; r++)
+        score += (double)pc->req[r] * w[r];
+      if (score > best) {
         best = score;
         bc = c;
       }
@@ -268,22 +284,22 @@ static void fill(struct packer *P, uint32_t bi, int mode)
   }
 }
 
-static int pending(struct packer *P)
+/* Recomputes the smallest pending request per dimension (a stale, smaller
+ * value is still a safe filter) and says whether anything is pending. */
+static int refresh(struct packer *P)
 {
   const uint32_t R = P->s->R;
-  int any = 0;
   for (uint32_t r = 0; r < R; r++)
     P->minreq[r] = INT64_MAX;
   for (uint32_t i = 0; i < P->ncls; i++) {
     const struct pclass *pc = &P->cls[i];
     if (pc->remaining <= 0)
       continue;
-    any = 1;
     for (uint32_t r = 0; r < R; r++)
       if (pc->req[r] < P->minreq[r])
         P->minreq[r] = pc->req[r];
   }
-  return any;
+  return P->left > 0;
 }
 
 /* Classes: groups whose signatures agree past the labels. */
@@ -327,6 +343,7 @@ static void build_classes(struct packer *P, const uint32_t *groups, uint32_t n)
     cls_of[i] = c;
     P->cls[c].mem[P->cls[c].nmem++] = groups[i];
     P->cls[c].remaining += g->npods - g->next;
+    P->left += g->npods - g->next;
   }
   sched_map_free(&byhash);
   carp_free(next);
@@ -372,6 +389,7 @@ static void snap_restore(struct packer *P, const struct snapshot *sn)
   size_t k = 0;
   for (uint32_t i = 0; i < P->ncls; i++) {
     P->cls[i].cur = sn->cur[i];
+    P->left += sn->left[i] - P->cls[i].remaining;
     P->cls[i].remaining = sn->left[i];
     for (uint32_t m = 0; m < P->cls[i].nmem; m++) {
       struct sched_group *g = &s->groups[P->cls[i].mem[m]];
@@ -413,7 +431,7 @@ static void open_balanced(struct packer *P, uint8_t *failed)
 {
   struct sched_solver *s = P->s;
   memset(failed, 0, P->ncls);
-  while (pending(P)) {
+  while (P->left > 0) {
     uint32_t i, bi;
     for (i = 0; i < P->ncls; i++)
       if (P->cls[i].remaining > 0 && !failed[i])
@@ -426,6 +444,7 @@ static void open_balanced(struct packer *P, uint8_t *failed)
       continue;
     }
     P->cls[i].remaining -= 1;
+    P->left -= 1;
     s->bins[bi].phase2 = 1;
     fill(P, bi, FILL_GROW);
   }
@@ -451,6 +470,7 @@ static void open_ffd(struct packer *P, uint32_t from)
       if (bi == SCHED_NONE)
         break;
       pc->remaining -= 1;
+      P->left -= 1;
       s->bins[bi].phase2 = 1;
     }
   }
@@ -462,7 +482,7 @@ static void open_new(struct packer *P, uint8_t *failed, struct snapshot *sn)
   uint32_t from = s->nbins;
   int64_t left_ffd, left_bal;
   double price_ffd, price_bal;
-  if (!pending(P))
+  if (!refresh(P))
     return;
   snap_take(P, sn);
   open_ffd(P, from);
@@ -500,9 +520,10 @@ void sched_pack_inert(struct sched_solver *s, uint32_t *groups, uint32_t n)
     uint32_t nb = s->nbins;
     int relaxed = 0;
     s->stats.passes++;
-    for (uint32_t bi = 0; bi < nb && pending(&P); bi++)
+    refresh(&P);
+    for (uint32_t bi = 0; bi < nb && P.left > 0; bi++)
       fill(&P, bi, FILL_FREE);
-    for (uint32_t bi = 0; bi < nb && pending(&P); bi++)
+    for (uint32_t bi = 0; bi < nb && P.left > 0; bi++)
       if (s->bins[bi].kind == BIN_CLAIM)
         fill(&P, bi, FILL_GROW);
     open_new(&P, failed, &sn);

@@ -441,6 +441,8 @@ struct sched_solver {
   uint32_t ntgs, captgs;
   struct sched_map tg_by_hash;
   struct sched_map sel_memo; /* selector-relevant label keys */
+  const char *selc_ptr[64];  /* cache: label key pointer -> in sel_memo */
+  uint8_t selc_val[64];
   uint32_t *sel_keys;
   uint32_t nsel_keys, capsel_keys;
   /* groups */

@@ -400,15 +400,6 @@ static int validate(const struct carp_sched_problem *p)
 static void solver_free(struct sched_solver *s)
 {
   sched_bins_free(s); /* first: registered bitsets live in other structs */
-  for (uint32_t gi = 0; gi < s->ngroups; gi++) {
-    struct sched_group *g = &s->groups[gi];
-    carp_free(g->own);
-    carp_free(g->inv_own);
-    carp_free(g->sel_by);
-    carp_free(g->inv_by);
-    carp_free(g->rules);
-    carp_free(g->allow);
-  }
   carp_free(s->groups);
   for (uint32_t i = 0; i < s->ntgs; i++)
     if (s->tgs[i].hostname)

@@ -126,14 +126,16 @@ uint32_t sched_taintset(struct sched_solver *s,
 int sched_group_tolerates(struct sched_solver *s, struct sched_group *g,
                           uint32_t taintset, uint32_t *bad)
 {
-  const struct carp_sched_pod *p = &s->p->pods[g->rep];
-  const struct sched_taintset *ts = &s->tsets[taintset];
+  const struct carp_sched_pod *p;
+  const struct sched_taintset *ts;
   size_t first = 0;
   int ok;
+  if (g->taint_ok && g->taint_ok[taintset] && !bad)
+    return g->taint_ok[taintset] == 1;
   if (!g->taint_ok)
     g->taint_ok = sched_zalloc(&s->arena, s->ntsets + 1);
-  if (g->taint_ok[taintset] && !bad)
-    return g->taint_ok[taintset] == 1;
+  p = &s->p->pods[g->rep];
+  ts = &s->tsets[taintset];
   ok = carp_sched_taints_tolerated(ts->t, ts->n, p->tolerations,
                                    p->ntolerations, g->tol_pns, &first);
   g->taint_ok[taintset] = ok ? 1 : 2;

@@ -10,11 +10,13 @@
  * the "generic" mix only generic pods. Prints one line per size:
  *
  *   pods=N seconds=S pods_per_s=P nodes=C price=X lower_bound=L ratio=X/L
- *   mix=M mem_mb=... unscheduled=U
+ *   mix=M cpu_seconds=... mem_mb=... unscheduled=U runs=R
  *
  * seconds is the mean wall time of carp_sched_solve() over repeated runs
- * (at least 3, and at least 0.3 s in total). lower_bound prices every
- * request at the cheapest price per vCPU and per GiB. Not a timed test.
+ * (at least 3, and at least 0.3 s in total), cpu_seconds the mean CPU time
+ * of the process over the same runs (steadier on a shared machine).
+ * lower_bound prices every request at the cheapest price per vCPU and per
+ * GiB. Not a timed test.
  *
  * usage: bench_scheduling [--mix diverse|generic|both] [--sizes 1,50,...]
  *                         [--seed N] [--min-seconds S] */
@@ -160,10 +162,10 @@ static void make_pod(struct carp_sched_pod *p, struct pod_data *d,
       (int64_t)mems[carp_rand_below(r, (sizeof(mems) / sizeof(*mems)))] * MI};
 }
 
-static double now(void)
+static double clock_s(clockid_t id)
 {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(id, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -175,7 +177,7 @@ static int run(const char *mix, size_t n, uint64_t seed, double min_seconds)
   struct carp_sched_problem prob;
   struct carp_sched_result *res = NULL;
   struct carp_rand r;
-  double t0, total = 0, cpu_sum = 0, mem_sum = 0, lb;
+  double t0, c0, total = 0, cpu_total = 0, cpu_sum = 0, mem_sum = 0, lb;
   int runs = 0, rc;
   size_t per = n / 5, i = 0;
   int diverse = strcmp(mix, "diverse") == 0;
@@ -208,9 +210,11 @@ static int run(const char *mix, size_t n, uint64_t seed, double min_seconds)
     if (res)
       carp_sched_result_free(res);
     res = NULL;
-    t0 = now();
+    t0 = clock_s(CLOCK_MONOTONIC);
+    c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
     rc = carp_sched_solve(&prob, &res);
-    total += now() - t0;
+    total += clock_s(CLOCK_MONOTONIC) - t0;
+    cpu_total += clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
     runs++;
     if (rc < 0) {
       fprintf(stderr, "solve failed: %d\n", rc);
@@ -220,10 +224,11 @@ static int run(const char *mix, size_t n, uint64_t seed, double min_seconds)
   {
     double secs = total / runs;
     printf("pods=%zu seconds=%.6f pods_per_s=%.0f nodes=%zu price=%.2f "
-           "lower_bound=%.2f ratio=%.4f mix=%s mem_mb=%.1f unscheduled=%zu\n",
+           "lower_bound=%.2f ratio=%.4f mix=%s cpu_seconds=%.6f "
+           "mem_mb=%.1f unscheduled=%zu runs=%d\n",
            n, secs, (double)n / secs, res->nclaims, res->price, lb,
-           lb > 0 ? res->price / lb : 0, mix,
-           (double)res->stats.bytes / 1048576.0, res->nunschedulable);
+           lb > 0 ? res->price / lb : 0, mix, cpu_total / runs,
+           (double)res->stats.bytes / 1048576.0, res->nunschedulable, runs);
     fflush(stdout);
   }
   carp_sched_result_free(res);
