@@ -62,12 +62,13 @@ class Controller:
             self.store.subscribers.append(self._on_event)
         for sid, e in initial:
             try:
-                rec = self.extract(sid, e.obj())
+                rec = self.extract(sid, e.obj(), e)
                 if rec is not None:
                     self.cache[sid][e.key] = rec
             except Exception:  # noqa: BLE001
                 traceback.print_exc(file=sys.stderr)
         del initial
+        self._safe(self.initial)
         self.ready.set()
         self._safe(self.resync)
         next_tick = time.time() + self.period
@@ -86,7 +87,7 @@ class Controller:
                     changed.append((ev.sid, ev.key, old, None, ev))
                 else:
                     try:
-                        rec = self.extract(ev.sid, ev.new.obj())
+                        rec = self.extract(ev.sid, ev.new.obj(), ev.new)
                     except Exception:  # noqa: BLE001
                         traceback.print_exc(file=sys.stderr)
                         continue
@@ -114,8 +115,13 @@ class Controller:
 
     # -------------------------------------------------------- hooks
 
-    def extract(self, sid, obj):
+    def extract(self, sid, obj, entry):
+        """A record of `obj` for the cache (None: not kept).  `entry` is the
+        store entry: its name, ns, uid and labels may be shared."""
         return obj
+
+    def initial(self):
+        """Called once after the initial cache fill (build indexes here)."""
 
     def changed(self, items):
         """items: [(sid, key, old_record, new_record_or_None, event)]"""

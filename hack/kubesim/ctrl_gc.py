@@ -8,6 +8,7 @@ from . import crds as CRD
 from . import errors as E
 from . import util
 from .controllers import Controller, owner_uids
+from .store import intern_str
 
 MANAGER = "kube-controller-manager"
 GC_DELAY = 0.5  # seconds before a dependent with a missing owner is collected
@@ -24,15 +25,20 @@ class GarbageCollector(Controller):
         self.pending = {}  # (sid, key) -> due time (check dependent)
         self.owners_pending = set()  # (sid, key) of owners being deleted with foreground/orphan
 
-    def extract(self, sid, obj):
+    def initial(self):
+        for sid, recs in list(self.cache.items()):
+            for key, rec in recs.items():
+                self._index(sid, key, None, rec)
+
+    def extract(self, sid, obj, entry):
         md = obj.get("metadata") or {}
-        refs = tuple((o.get("uid"), bool(o.get("blockOwnerDeletion"))) for o in md.get("ownerReferences") or []
-                     if isinstance(o, dict))
+        refs = tuple((intern_str(o.get("uid")), bool(o.get("blockOwnerDeletion")))
+                     for o in md.get("ownerReferences") or [] if isinstance(o, dict))
         fins = md.get("finalizers") or []
         special = md.get("deletionTimestamp") and ("foregroundDeletion" in fins or "orphan" in fins)
         if not refs and not special:
             return None
-        return (md.get("uid"), refs, bool(special))
+        return (entry.uid, refs, bool(special))
 
     def _index(self, sid, key, old, new):
         if old:
@@ -51,7 +57,7 @@ class GarbageCollector(Controller):
         for sid, key, old, new, ev in items:
             self._index(sid, key, old, new)
             if new is not None:
-                if new[1]:
+                if new[1] and any(uid not in self.store.uid_index for uid, _ in new[1]):
                     self.pending.setdefault((sid, key), now + GC_DELAY)
                 if new[2]:
                     self.owners_pending.add((sid, key))
@@ -68,9 +74,10 @@ class GarbageCollector(Controller):
 
     def resync(self):
         now = time.time()
+        uids = self.store.uid_index
         for sid, recs in list(self.cache.items()):
             for key, rec in list(recs.items()):
-                if rec[1]:
+                if rec[1] and any(uid not in uids for uid, _ in rec[1]):
                     self.pending.setdefault((sid, key), now)
                 if rec[2]:
                     self.owners_pending.add((sid, key))
@@ -231,7 +238,7 @@ class NamespaceController(Controller):
     sids = ("namespaces",)
     period = 1.0
 
-    def extract(self, sid, obj):
+    def extract(self, sid, obj, entry):
         md = obj.get("metadata") or {}
         return bool(md.get("deletionTimestamp"))
 
@@ -292,7 +299,7 @@ class CRDCleanup(Controller):
     sids = ("customresourcedefinitions.apiextensions.k8s.io",)
     period = 1.0
 
-    def extract(self, sid, obj):
+    def extract(self, sid, obj, entry):
         md = obj.get("metadata") or {}
         if not md.get("deletionTimestamp"):
             return None

@@ -20,58 +20,33 @@ class _N:
     __slots__ = ("name", "ready", "taints")
 
 
-class _P:
-    __slots__ = ("node", "ready", "deleting")
-
-
 class NodeLifecycleController(Controller):
     name = "nodelifecycle"
-    sids = ("nodes", "pods")
+    sids = ("nodes",)
     period = 2.0
 
     def __init__(self, sim):
         super().__init__(sim)
-        self.by_node = {}
         self.dirty = set()
         self.evictions = {}  # pod key -> due time
+        self.watched = set()  # nodes not Ready or with NoExecute taints
 
-    def extract(self, sid, obj):
-        if sid == "nodes":
-            n = _N()
-            n.name = util.get_path(obj, "metadata", "name")
-            cond = next((c for c in util.get_path(obj, "status", "conditions") or [] if c.get("type") == "Ready"),
-                        None)
-            n.ready = cond.get("status") if cond else None
-            n.taints = util.get_path(obj, "spec", "taints") or []
-            return n
-        node = util.get_path(obj, "spec", "nodeName")
-        if not node:
-            return None
-        p = _P()
-        p.node = node
-        p.ready = any(c.get("type") == "Ready" and c.get("status") == "True"
-                      for c in util.get_path(obj, "status", "conditions") or [])
-        p.deleting = bool(util.get_path(obj, "metadata", "deletionTimestamp"))
-        return p
+    def extract(self, sid, obj, entry):
+        n = _N()
+        n.name = entry.name
+        cond = next((c for c in util.get_path(obj, "status", "conditions") or [] if c.get("type") == "Ready"),
+                    None)
+        n.ready = cond.get("status") if cond else None
+        n.taints = util.get_path(obj, "spec", "taints") or []
+        return n
 
     def changed(self, items):
         for sid, key, old, new, ev in items:
-            if sid == "nodes":
-                self.dirty.add(key)
-                continue
-            if old is not None:
-                s = self.by_node.get(old.node)
-                if s:
-                    s.discard(key)
-            if new is not None:
-                self.by_node.setdefault(new.node, set()).add(key)
-                self.dirty.add(new.node)
+            self.dirty.add(key)
 
     def resync(self):
-        if not self.by_node:
-            for key, p in self.cache["pods"].items():
-                self.by_node.setdefault(p.node, set()).add(key)
         self.dirty.update(self.cache["nodes"].keys())
+        self.dirty.update(self.watched)
 
     def idle_wait(self):
         if self.evictions:
@@ -80,11 +55,22 @@ class NodeLifecycleController(Controller):
 
     def work(self):
         dirty, self.dirty = self.dirty, set()
+        interesting = []
         for name in dirty:
             n = self.cache["nodes"].get(name)
-            if n is not None:
-                self._safe(self._taints, n)
-                self._safe(self._pods, n)
+            if n is None:
+                self.watched.discard(name)
+                continue
+            self._safe(self._taints, n)
+            if n.ready not in ("True", None) or any(t.get("effect") == "NoExecute" for t in n.taints):
+                self.watched.add(name)
+                interesting.append(n)
+            else:
+                self.watched.discard(name)
+        if interesting:
+            by_node = self._pods_on({n.name for n in interesting})
+            for n in interesting:
+                self._safe(self._pods, n, by_node.get(n.name, []))
         now = time.time()
         for key, due in list(self.evictions.items()):
             if due <= now:
@@ -94,6 +80,20 @@ class NodeLifecycleController(Controller):
                     self.api.delete_internal("", "pods", ns, name, "taint-eviction-controller")
                 except E.ApiError:
                     pass
+
+    def _pods_on(self, names):
+        """Pods bound to these nodes, from the store's nodeName index."""
+        out = {}
+        with self.store.lock:
+            t = self.store.tables.get("pods")
+            if t is None:
+                return out
+            pos = t.field_pos.get("spec.nodeName")
+            for e in t.items.values():
+                node = e.fields[pos] if e.fields else ""
+                if node in names:
+                    out.setdefault(node, []).append(e)
+        return out
 
     def _taints(self, n):
         want = set()
@@ -118,36 +118,28 @@ class NodeLifecycleController(Controller):
         except E.ApiError:
             self.dirty.add(n.name)
 
-    def _pods(self, n):
-        keys = list(self.by_node.get(n.name, ()))
-        if not keys:
-            return
-        if n.ready not in ("True", None):
-            for key in keys:
-                p = self.cache["pods"].get(key)
-                if p is None or not p.ready:
-                    continue
-                ns, name = key.split("/", 1)
+    def _pods(self, n, entries):
+        noexec = [t for t in n.taints if t.get("effect") == "NoExecute"]
+        now = time.time()
+        for e in entries:
+            pod = e.obj()
+            md = pod["metadata"]
+            key = e.key
+            if md.get("deletionTimestamp"):
+                self.evictions.pop(key, None)
+                continue
+            ready = any(c.get("type") == "Ready" and c.get("status") == "True"
+                        for c in util.get_path(pod, "status", "conditions") or [])
+            if n.ready not in ("True", None) and ready:
                 patch = {"status": {"conditions": [{"type": "Ready", "status": "False", "lastProbeTime": None,
                                                     "lastTransitionTime": util.rfc3339()}]}}
                 try:
-                    self.api.patch_internal("", "pods", ns, name, patch, MANAGER, subresource="status",
+                    self.api.patch_internal("", "pods", e.ns, e.name, patch, MANAGER, subresource="status",
                                             patch_type="application/strategic-merge-patch+json")
                 except E.ApiError:
                     pass
-        noexec = [t for t in n.taints if t.get("effect") == "NoExecute"]
-        if not noexec:
-            for key in keys:
+            if not noexec:
                 self.evictions.pop(key, None)
-            return
-        now = time.time()
-        for key in keys:
-            p = self.cache["pods"].get(key)
-            if p is None or p.deleting:
-                continue
-            ns, name = key.split("/", 1)
-            pod = self.api.get_object_internal("", "pods", ns, name)
-            if pod is None:
                 continue
             tols = util.get_path(pod, "spec", "tolerations") or []
             due = float("inf")

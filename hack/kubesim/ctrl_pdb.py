@@ -19,12 +19,12 @@ class _Pod:
     __slots__ = ("ns", "name", "labels", "ready", "deleting", "owner_kind", "owner_name", "owner_uid", "terminal")
 
 
-def _pod(obj):
+def _pod(obj, entry):
     md = obj.get("metadata") or {}
     p = _Pod()
-    p.ns = md.get("namespace")
-    p.name = md.get("name")
-    p.labels = md.get("labels") or {}
+    p.ns = entry.ns
+    p.name = entry.name
+    p.labels = entry.labels or {}
     p.deleting = bool(md.get("deletionTimestamp"))
     p.ready = any(c.get("type") == "Ready" and c.get("status") == "True"
                   for c in util.get_path(obj, "status", "conditions") or [])
@@ -45,17 +45,51 @@ class DisruptionController(Controller):
         super().__init__(sim)
         self.dirty_ns = set()
         self.pods_by_ns = {}
+        self.pdb_ns = {}  # namespace -> number of PDBs; pods are kept only there
 
-    def extract(self, sid, obj):
+    def extract(self, sid, obj, entry):
         if sid == "pods":
-            return _pod(obj)
+            return _pod(obj, entry) if entry.ns in self.pdb_ns else None
+        ns = util.get_path(obj, "metadata", "namespace")
         return obj
+
+    def initial(self):
+        for pdb in self.cache["poddisruptionbudgets.policy"].values():
+            self._pdb_added(pdb["metadata"]["namespace"])
+
+    def _pdb_added(self, ns):
+        first = ns not in self.pdb_ns
+        self.pdb_ns[ns] = self.pdb_ns.get(ns, 0) + 1
+        if first:
+            # start following this namespace's pods
+            with self.store.lock:
+                t = self.store.tables.get("pods")
+                ents = []
+                if t is not None:
+                    lo, hi = t.range(ns)
+                    ents = [t.items[k] for k in t.keys[lo:hi]]
+            pods = self.cache["pods"]
+            keys = self.pods_by_ns.setdefault(ns, set())
+            for e in ents:
+                pods[e.key] = _pod(e.obj(), e)
+                keys.add(e.key)
+
+    def _pdb_removed(self, ns):
+        n = self.pdb_ns.get(ns, 0) - 1
+        if n > 0:
+            self.pdb_ns[ns] = n
+            return
+        self.pdb_ns.pop(ns, None)
+        for k in self.pods_by_ns.pop(ns, ()):
+            self.cache["pods"].pop(k, None)
 
     def changed(self, items):
         for sid, key, old, new, ev in items:
             rec = new or old
             if sid == "pods":
                 ns = key.split("/", 1)[0]
+                if ns not in self.pdb_ns:
+                    continue
                 s = self.pods_by_ns.setdefault(ns, set())
                 if new is None:
                     s.discard(key)
@@ -63,12 +97,14 @@ class DisruptionController(Controller):
                     s.add(key)
                 self.dirty_ns.add(ns)
             elif rec is not None:
-                self.dirty_ns.add(rec["metadata"]["namespace"])
+                ns = rec["metadata"]["namespace"]
+                if old is None and new is not None:
+                    self._pdb_added(ns)
+                elif new is None and old is not None:
+                    self._pdb_removed(ns)
+                self.dirty_ns.add(ns)
 
     def resync(self):
-        if not self.pods_by_ns:
-            for key in self.cache["pods"]:
-                self.pods_by_ns.setdefault(key.split("/", 1)[0], set()).add(key)
         for pdb in self.cache["poddisruptionbudgets.policy"].values():
             self.dirty_ns.add(pdb["metadata"]["namespace"])
 

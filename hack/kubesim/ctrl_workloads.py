@@ -16,6 +16,7 @@ from . import errors as E
 from . import selector as selectors
 from . import util
 from .controllers import Controller, controller_ref
+from .store import intern_str
 
 MANAGER = "kube-controller-manager"
 BURST = 500
@@ -48,22 +49,25 @@ class PodRec:
         return getattr(self, k, default)
 
 
-def pod_record(obj):
+def pod_record(obj, entry=None):
     md = obj.get("metadata") or {}
     st = obj.get("status") or {}
     ref = controller_ref(obj)
     r = PodRec()
-    r.ns = md.get("namespace")
-    r.name = md.get("name")
-    r.uid = md.get("uid")
-    r.labels = md.get("labels") or {}
-    r.owner = ref.get("uid") if ref else None
-    r.owner_kind = ref.get("kind") if ref else None
+    if entry is not None:
+        r.ns, r.name, r.uid, r.labels = entry.ns, entry.name, entry.uid, entry.labels or {}
+    else:
+        r.ns = md.get("namespace")
+        r.name = md.get("name")
+        r.uid = md.get("uid")
+        r.labels = md.get("labels") or {}
+    r.owner = intern_str(ref.get("uid")) if ref else None
+    r.owner_kind = intern_str(ref.get("kind")) if ref else None
     r.deleting = bool(md.get("deletionTimestamp"))
     r.phase = st.get("phase")
     r.ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in st.get("conditions") or [])
     r.node = util.get_path(obj, "spec", "nodeName") or ""
-    r.created = md.get("creationTimestamp") or ""
+    r.created = intern_str(md.get("creationTimestamp") or "")
     r.nodeAffinityName = _pinned_node(obj) if r.owner_kind == "DaemonSet" else None
     return r
 
@@ -114,16 +118,20 @@ def _set_condition(conds, ctype, status, reason, message, now):
 class ReplicaSetController(Controller):
     name = "replicaset"
     sids = ("replicasets.apps", "pods")
-    period = 10.0
+    period = 30.0
 
     def __init__(self, sim):
         super().__init__(sim)
         self.index = _PodOwnerIndex()
         self.dirty = set()
 
-    def extract(self, sid, obj):
+    def initial(self):
+        for key, rec in self.cache["pods"].items():
+            self.index.update(key, None, rec)
+
+    def extract(self, sid, obj, entry):
         if sid == "pods":
-            r = pod_record(obj)
+            r = pod_record(obj, entry)
             return r if r.owner_kind in (None, "ReplicaSet") else None
         return obj
 
@@ -242,11 +250,22 @@ class ReplicaSetController(Controller):
 class DeploymentController(Controller):
     name = "deployment"
     sids = ("deployments.apps", "replicasets.apps")
-    period = 10.0
+    period = 30.0
 
     def __init__(self, sim):
         super().__init__(sim)
         self.dirty = set()
+        self.rs_by_owner = {}  # deployment uid -> set of ReplicaSet keys
+
+    def _owner(self, rs):
+        ref = controller_ref(rs) if rs else None
+        return ref.get("uid") if ref and ref.get("kind") == "Deployment" else None
+
+    def initial(self):
+        for key, rs in self.cache["replicasets.apps"].items():
+            o = self._owner(rs)
+            if o:
+                self.rs_by_owner.setdefault(o, set()).add(key)
 
     def changed(self, items):
         for sid, key, old, new, ev in items:
@@ -256,6 +275,11 @@ class DeploymentController(Controller):
             if sid == "deployments.apps":
                 self.dirty.add(key)
             else:
+                for r, add in ((old, False), (new, True)):
+                    o = self._owner(r)
+                    if o:
+                        s = self.rs_by_owner.setdefault(o, set())
+                        (s.add if add else s.discard)(key)
                 ref = controller_ref(rec)
                 if ref and ref.get("kind") == "Deployment":
                     self.dirty.add(rec["metadata"]["namespace"] + "/" + ref.get("name", ""))
@@ -276,8 +300,8 @@ class DeploymentController(Controller):
             return
         spec = d.get("spec") or {}
         uid = md["uid"]
-        rss = [rs for rs in self.cache["replicasets.apps"].values()
-               if (controller_ref(rs) or {}).get("uid") == uid]
+        cache = self.cache["replicasets.apps"]
+        rss = [cache[k] for k in self.rs_by_owner.get(uid, ()) if k in cache]
         tmpl = util.deepcopy(spec.get("template") or {})
         tmpl.get("metadata", {}).pop("creationTimestamp", None)
         collision = util.get_path(d, "status", "collisionCount", default=0)
@@ -420,7 +444,7 @@ def node_record(obj):
 class DaemonSetController(Controller):
     name = "daemonset"
     sids = ("daemonsets.apps", "pods", "nodes")
-    period = 10.0
+    period = 30.0
 
     def __init__(self, sim):
         super().__init__(sim)
@@ -428,10 +452,16 @@ class DaemonSetController(Controller):
         self.dirty = set()
         self.all_dirty = False
 
-    def extract(self, sid, obj):
+    def initial(self):
+        for key, rec in self.cache["pods"].items():
+            self.index.update(key, None, rec)
+
+    def extract(self, sid, obj, entry):
         if sid == "pods":
-            rec = pod_record(obj)
-            return rec if rec.owner_kind == "DaemonSet" else None
+            ref = controller_ref(obj)
+            if not ref or ref.get("kind") != "DaemonSet":
+                return None
+            return pod_record(obj, entry)
         if sid == "nodes":
             return node_record(obj)
         return obj

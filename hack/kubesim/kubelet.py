@@ -108,11 +108,13 @@ class Kubelet(Controller):
         self.states = {}
         self.next_node_pass = 0.0
 
-    def extract(self, sid, obj):
+    def extract(self, sid, obj, entry):
         if sid == "nodes":
             return _node(obj)
         if sid == "pods":
-            return _pod(obj)
+            p = _pod(obj)
+            # steady Running and Ready pods need nothing from the kubelet: not kept
+            return p if p is not None and self._needs_work(p) else None
         md = obj.get("metadata") or {}
         if md.get("namespace") != "kube-node-lease":
             return None

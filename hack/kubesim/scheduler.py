@@ -179,7 +179,7 @@ class Scheduler(Controller):
         self.queue = set()  # pending pod keys to try now
         self.unschedulable = set()  # keys that did not fit last time
 
-    def extract(self, sid, obj):
+    def extract(self, sid, obj, entry):
         return _pod(obj) if sid == "pods" else _node(obj)
 
     def _account(self, p, sign):

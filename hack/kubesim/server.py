@@ -169,6 +169,9 @@ class SimHTTPServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # headers and body go out in separate writes: without TCP_NODELAY every
+    # response would wait for the client's delayed ACK (~40 ms)
+    disable_nagle_algorithm = True
     server_version = "kube-sim"
     sys_version = ""
 
@@ -552,22 +555,41 @@ class Handler(http.server.BaseHTTPRequestHandler):
             else:
                 out = {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": meta, "items": items}
             return self._json(200, out, media=media)
-        # fast path: join the stored bytes
-        if api.is_storage_form(rt):
-            datas = [e.data for e in entries]
-        else:
-            datas = [util.dumps(api.to_rt(rt, e.obj())) for e in entries]
+        # fast path: join the stored bytes (streamed in chunks when large)
+        storage_form = api.is_storage_form(rt)
         if rt.is_custom:
             head = b'{"apiVersion":' + util.dumps(rt.api_version) + b',"items":['
             tail = b'],"kind":' + util.dumps(rt.list_kind) + b',"metadata":' + util.dumps(meta) + b'}'
-            body = head + b",".join(datas) + tail
+            prefix = None
         else:
             prefix = b'{"kind":' + util.dumps(rt.kind) + b',"apiVersion":' + util.dumps(rt.api_version) + b","
-            stripped = [b"{" + d[len(prefix):] if d.startswith(prefix) else _strip_kind(d) for d in datas]
             head = (b'{"kind":' + util.dumps(rt.list_kind) + b',"apiVersion":' + util.dumps(rt.api_version)
                     + b',"metadata":' + util.dumps(meta) + b',"items":[')
-            body = head + b",".join(stripped) + b"]}"
-        self._send(200, body)
+            tail = b"]}"
+
+        def item(e):
+            d = e.data if storage_form else util.dumps(api.to_rt(rt, e.obj()))
+            if prefix is None:
+                return d
+            return b"{" + d[len(prefix):] if d.startswith(prefix) else _strip_kind(d)
+
+        if len(entries) <= 2000:
+            self._send(200, head + b",".join(item(e) for e in entries) + tail)
+            return
+        self.send_response(200)
+        self.send_header("Audit-Id", util.new_uid())
+        self.send_header("Cache-Control", "no-cache, private")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self._log(200)
+        w = self.wfile
+        for i in range(0, len(entries), 1000):
+            part = b",".join(item(e) for e in entries[i:i + 1000])
+            chunk = (head if i == 0 else b",") + part
+            w.write(b"%x\r\n" % len(chunk) + chunk + b"\r\n")
+        w.write(b"%x\r\n" % len(tail) + tail + b"\r\n0\r\n\r\n")
+        w.flush()
 
     def _access_review(self, rt, body, ctx):
         api = self.sim.api
