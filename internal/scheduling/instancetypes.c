@@ -66,6 +66,79 @@ static void add_in(struct sched_solver *s, struct sched_rbuild *b, uint32_t key,
   sched_rbuild_req(&s->rc, b, &r);
 }
 
+static int is_derived_key(const char *k)
+{
+  return k && k[0] == 'c' &&
+         (strcmp(k, CARP_LABEL_INSTANCE_CPU) == 0 ||
+          strcmp(k, CARP_LABEL_INSTANCE_MEMORY) == 0);
+}
+
+static int exprs_use(const struct carp_sched_requirement *r, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (is_derived_key(r[i].key))
+      return 1;
+  return 0;
+}
+
+static int terms_use(const struct carp_sched_node_term *t, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (exprs_use(t[i].exprs, t[i].nexprs))
+      return 1;
+  return 0;
+}
+
+static int pod_terms_use(const struct carp_sched_pod_term *t, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (is_derived_key(t[i].topology_key))
+      return 1;
+  return 0;
+}
+
+/* Does anything in the problem look at carpenter.dev/instance-cpu or
+ * -memory? Deriving them for hundreds of types is the costliest part of
+ * setting up instance types, and usually nobody asks. */
+static int derived_keys_used(const struct carp_sched_problem *p)
+{
+  for (size_t i = 0; i < p->npods; i++) {
+    const struct carp_sched_pod *q = &p->pods[i];
+    for (size_t k = 0; k < q->nnode_selector; k++)
+      if (is_derived_key(q->node_selector[k].key))
+        return 1;
+    for (size_t k = 0; k < q->nspreads; k++)
+      if (is_derived_key(q->spreads[k].topology_key))
+        return 1;
+    if (terms_use(q->required_terms, q->nrequired_terms) ||
+        terms_use(q->preferred_terms, q->npreferred_terms) ||
+        pod_terms_use(q->affinity, q->naffinity) ||
+        pod_terms_use(q->preferred_affinity, q->npreferred_affinity) ||
+        pod_terms_use(q->anti_affinity, q->nanti_affinity) ||
+        pod_terms_use(q->preferred_anti_affinity, q->npreferred_anti_affinity))
+      return 1;
+  }
+  for (size_t i = 0; i < p->nnodepools; i++) {
+    if (exprs_use(p->nodepools[i].requirements, p->nodepools[i].nrequirements))
+      return 1;
+    for (size_t k = 0; k < p->nodepools[i].nlabels; k++)
+      if (is_derived_key(p->nodepools[i].labels[k].key))
+        return 1;
+  }
+  for (size_t i = 0; i < p->ndaemons; i++) {
+    for (size_t k = 0; k < p->daemons[i].nnode_selector; k++)
+      if (is_derived_key(p->daemons[i].node_selector[k].key))
+        return 1;
+    if (terms_use(p->daemons[i].required_terms, p->daemons[i].nrequired_terms))
+      return 1;
+  }
+  for (size_t i = 0; i < p->nbound_pods; i++)
+    if (pod_terms_use(p->bound_pods[i].anti_affinity,
+                      p->bound_pods[i].nanti_affinity))
+      return 1;
+  return 0;
+}
+
 int sched_types_setup(struct sched_solver *s)
 {
   const struct carp_sched_problem *p = s->p;
@@ -74,6 +147,7 @@ int sched_types_setup(struct sched_solver *s)
   uint32_t *zones = NULL, *cts = NULL;
   int rc = 0;
 
+  int derive = derived_keys_used(p);
   s->ntypes = (uint32_t)p->ninstance_types;
   s->twords = SCHED_WORDS(s->ntypes ? s->ntypes : 1);
   s->types = sched_zalloc(&s->arena, (s->ntypes + 1) * sizeof(*s->types));
@@ -127,10 +201,10 @@ int sched_types_setup(struct sched_solver *s)
       add_in(s, &b, s->rc.k_zone, zones, nz);
     if (!has_key(&b, s->rc.k_ct))
       add_in(s, &b, s->rc.k_ct, cts, nc);
-    if (!has_key(&b, s->rc.k_cpu))
+    if (derive && !has_key(&b, s->rc.k_cpu))
       sched_rbuild_label(&s->rc, &b, s->rc.k_cpu,
                          intern_num(s, (ty->cap[SCHED_DIM_CPU] + 999) / 1000));
-    if (!has_key(&b, s->rc.k_mem))
+    if (derive && !has_key(&b, s->rc.k_mem))
       sched_rbuild_label(
           &s->rc, &b, s->rc.k_mem,
           intern_num(s, ty->cap[SCHED_DIM_MEMORY] / (1048576LL * 1000)));

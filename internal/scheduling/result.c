@@ -183,8 +183,46 @@ struct out_ctx {
   struct sched_map reqs; /* rset -> index in req_sets */
   struct carp_sched_claim *req_sets;
   size_t nreq_sets, capreq_sets;
-  struct sched_map opts; /* hash -> struct shared_opts * */
+  struct sched_map opts;   /* hash -> struct shared_opts * */
+  struct sched_map sorted; /* rset -> struct by_price * */
 };
+
+/* Every type a claim's requirements allow, by price: computed once per
+ * distinct requirement set, then each claim keeps the ones in its options. */
+struct by_price {
+  struct opt *o;
+  size_t n;
+};
+
+static const struct by_price *sorted_for(struct sched_solver *s,
+                                         struct out_ctx *oc,
+                                         const struct sched_bin *b)
+{
+  uint64_t v;
+  struct by_price *bp;
+  const uint64_t *compat;
+  size_t n = 0;
+  if (sched_map_get(&oc->sorted, b->rset, &v))
+    return (const struct by_price *)(uintptr_t)v;
+  compat = sched_pool_compat(s, &s->pools[b->pool], b->rset);
+  bp = sched_zalloc(&s->arena, sizeof(*bp));
+  bp->o = sched_alloc(&s->arena,
+                      (bs_count(compat, s->twords) + 1) * sizeof(*bp->o));
+  for (size_t t = bs_next(compat, s->twords, 0); t != SIZE_MAX;
+       t = bs_next(compat, s->twords, t + 1)) {
+    double pr = sched_type_price(s, (uint32_t)t, b->rset);
+    if (isinf(pr))
+      continue;
+    bp->o[n].t = (uint32_t)t;
+    bp->o[n].price = pr;
+    bp->o[n].name = s->rc.in.str[s->types[t].name];
+    n++;
+  }
+  qsort(bp->o, n, sizeof(*bp->o), opt_cmp);
+  bp->n = n;
+  sched_map_put(&oc->sorted, b->rset, (uint64_t)(uintptr_t)bp);
+  return bp;
+}
 
 static const struct shared_opts *options_of(struct sched_solver *s,
                                             struct out_ctx *oc,
@@ -194,8 +232,8 @@ static const struct shared_opts *options_of(struct sched_solver *s,
                                 s->twords * sizeof(uint64_t));
   uint64_t v;
   struct shared_opts *so = NULL, *head = NULL;
-  size_t n, k = 0;
-  struct opt *o;
+  const struct by_price *bp;
+  size_t k = 0;
   if (h == UINT64_MAX)
     h--;
   if (sched_map_get(&oc->opts, h, &v))
@@ -203,32 +241,21 @@ static const struct shared_opts *options_of(struct sched_solver *s,
       if (so->rset == b->rset &&
           memcmp(so->opts, b->opts, s->twords * sizeof(uint64_t)) == 0)
         return so;
-  n = bs_count(b->opts, s->twords);
-  o = carp_calloc(n + 1, sizeof(*o));
-  for (size_t t = bs_next(b->opts, s->twords, 0); t != SIZE_MAX;
-       t = bs_next(b->opts, s->twords, t + 1)) {
-    double pr = sched_type_price(s, (uint32_t)t, b->rset);
-    if (isinf(pr))
-      continue;
-    o[k].t = (uint32_t)t;
-    o[k].price = pr;
-    o[k].name = s->rc.in.str[s->types[t].name];
-    k++;
-  }
-  qsort(o, k, sizeof(*o), opt_cmp);
+  bp = sorted_for(s, oc, b);
   so = sched_zalloc(oc->a, sizeof(*so));
   so->rset = b->rset;
   so->opts = sched_memdup(oc->a, b->opts, s->twords * sizeof(uint64_t));
-  so->types = sched_alloc(oc->a, (k + 1) * sizeof(uint32_t));
-  so->prices = sched_alloc(oc->a, (k + 1) * sizeof(double));
-  for (size_t i = 0; i < k; i++) {
-    so->types[i] = o[i].t;
-    so->prices[i] = o[i].price;
-  }
+  so->types = sched_alloc(oc->a, (bp->n + 1) * sizeof(uint32_t));
+  so->prices = sched_alloc(oc->a, (bp->n + 1) * sizeof(double));
+  for (size_t i = 0; i < bp->n; i++)
+    if (bs_get(b->opts, bp->o[i].t)) {
+      so->types[k] = bp->o[i].t;
+      so->prices[k] = bp->o[i].price;
+      k++;
+    }
   so->n = k;
   so->next = head;
   sched_map_put(&oc->opts, h, (uint64_t)(uintptr_t)so);
-  carp_free(o);
   return so;
 }
 
@@ -443,6 +470,7 @@ int sched_result_build(struct sched_solver *s, struct carp_sched_result *r)
     oc.a = a;
     sched_map_init(&oc.reqs);
     sched_map_init(&oc.opts);
+    sched_map_init(&oc.sorted);
     for (uint32_t d = 0; d < s->R; d++)
       names[d] = copy(a, s->dim_names[d]);
     for (uint32_t bi = 0; bi < s->nbins; bi++) {
@@ -458,6 +486,7 @@ int sched_result_build(struct sched_solver *s, struct carp_sched_result *r)
     }
     sched_map_free(&oc.reqs);
     sched_map_free(&oc.opts);
+    sched_map_free(&oc.sorted);
     carp_free(oc.req_sets);
   }
   carp_free(claim_of);

@@ -493,8 +493,13 @@ int sched_topology_setup(struct sched_solver *s)
       dom_add_req(dk, tr);
       for (size_t t = bs_next(pool->types, s->twords, 0); t != SIZE_MAX;
            t = bs_next(pool->types, s->twords, t + 1)) {
-        uint32_t x = sched_rset_intersect(&s->rc, pool->tmpl, s->types[t].rset);
-        dom_add_req(dk, sched_rset_get(sched_rset(&s->rc, x), dk->key));
+        const struct sched_req *r =
+            sched_rset_get(sched_rset(&s->rc, s->types[t].rset), dk->key);
+        if (!r || r->complement)
+          continue;
+        for (uint32_t i = 0; i < r->nvals; i++)
+          if (!tr || sched_req_allows(&s->rc, tr, r->vals[i]))
+            dom_add(dk, r->vals[i]);
       }
     }
     dk->dwords = SCHED_WORDS(dk->ndom ? dk->ndom : 1);
@@ -514,16 +519,20 @@ int sched_topology_setup(struct sched_solver *s)
     for (uint32_t k = 0; k < s->ndkeys; k++) {
       struct sched_dkey *dk = &s->dkeys[k];
       pool->reach[k] = sched_zalloc(&s->arena, dk->dwords * sizeof(uint64_t));
+      const struct sched_req *tr =
+          sched_rset_get(sched_rset(&s->rc, pool->tmpl), dk->key);
       for (size_t t = bs_next(pool->types, s->twords, 0); t != SIZE_MAX;
            t = bs_next(pool->types, s->twords, t + 1)) {
-        uint32_t x = sched_rset_intersect(&s->rc, pool->tmpl, s->types[t].rset);
         const struct sched_req *r =
-            sched_rset_get(sched_rset(&s->rc, x), dk->key);
+            sched_rset_get(sched_rset(&s->rc, s->types[t].rset), dk->key);
         uint64_t v;
+        if (!r)
+          r = tr; /* a label only the template sets */
         if (!r || r->complement)
           continue;
         for (uint32_t i = 0; i < r->nvals; i++)
-          if (sched_map_get(&dk->idx, r->vals[i], &v))
+          if ((!tr || sched_req_allows(&s->rc, tr, r->vals[i])) &&
+              sched_map_get(&dk->idx, r->vals[i], &v))
             bs_set(pool->reach[k], v);
       }
     }

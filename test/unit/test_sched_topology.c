@@ -257,6 +257,34 @@ static void test_spread_node_affinity_policy(void **state)
   }
 }
 
+static void test_spread_custom_key_from_pool_labels(void **state)
+{
+  struct tb t;
+  struct carp_sched_nodepool *a, *b;
+  struct carp_sched_pod *p[4];
+  int na = 0, nb = 0;
+  /* two pools label their nodes rack=a and rack=b: a spread over "rack"
+   * alternates between them even though one has a higher weight */
+  tb_init(&t);
+  tb_type(&t, "c2", "2", "4Gi", "20", "z1", 0.6);
+  a = tb_pool(&t, "rack-a", 10);
+  tb_pool_label(&t, a, "rack", "a");
+  b = tb_pool(&t, "rack-b", 0);
+  tb_pool_label(&t, b, "rack", "b");
+  for (int i = 0; i < 4; i++)
+    p[i] = spread_pod(&t, "rack", 1, DNS, 0);
+  tb_solve(&t);
+  assert_int_equal(t.res->nscheduled, 4);
+  for (int i = 0; i < 4; i++) {
+    const char *pool = t.pools[tb_claim(&t, p[i])->nodepool].name;
+    na += strcmp(pool, "rack-a") == 0;
+    nb += strcmp(pool, "rack-b") == 0;
+  }
+  assert_int_equal(na, 2);
+  assert_int_equal(nb, 2);
+  tb_free(&t);
+}
+
 /* ---- hostname spread ---- */
 
 static void test_hostname_spread(void **state)
@@ -537,6 +565,7 @@ int main(void)
       cmocka_unit_test(test_zone_spread_min_domains),
       cmocka_unit_test(test_zone_spread_schedule_anyway),
       cmocka_unit_test(test_spread_node_affinity_policy),
+      cmocka_unit_test(test_spread_custom_key_from_pool_labels),
       cmocka_unit_test(test_hostname_spread),
       cmocka_unit_test(test_zone_self_affinity),
       cmocka_unit_test(test_affinity_to_existing_pods),
