@@ -236,6 +236,10 @@ class Api:
     def validate_meta(self, rt, obj, old):
         errs = []
         md = obj["metadata"]
+        # metadata goes through the typed ObjectMeta: empty maps and lists are omitted
+        for k in ("labels", "annotations", "finalizers", "ownerReferences", "managedFields"):
+            if k in md and md[k] in ({}, [], None):
+                del md[k]
         name = md.get("name")
         if not name:
             errs.append(E.required("metadata.name", "name or generateName is required"))

@@ -180,8 +180,8 @@ class DisruptionController(Controller):
                         bare += 1
                     else:
                         seen[uid] = scale
-                if bare and max_un is not None:
-                    error = "found no controllers for pod"
+                if bare:
+                    error = "found no controllers for pod \"%s\"" % next(p.name for p in pods if not p.owner_kind)
                 expected = sum(seen.values()) + bare
                 if max_un is not None:
                     desired = max(0, expected - util.int_or_percent(max_un, expected, True))
@@ -197,7 +197,27 @@ class DisruptionController(Controller):
             error = str(e)
             expected = len(pods)
             desired = expected
-        allowed = max(0, healthy - desired) if error is None else 0
+        if error is not None:
+            # failSafe: only disruptionsAllowed and the condition change
+            new = util.deepcopy(st)
+            new["disruptionsAllowed"] = 0
+            conds = [c for c in new.get("conditions") or [] if c.get("type") != "DisruptionAllowed"]
+            conds.append({"type": "DisruptionAllowed", "status": "False",
+                          "observedGeneration": st.get("observedGeneration", 0),
+                          "lastTransitionTime": util.rfc3339(), "reason": "SyncFailed", "message": error})
+            prev = [c for c in st.get("conditions") or [] if c.get("type") == "DisruptionAllowed"]
+            if prev and prev[0].get("reason") == "SyncFailed" and prev[0].get("message") == error:
+                return
+            new["conditions"] = conds
+            obj = util.deepcopy(pdb)
+            obj["status"] = new
+            try:
+                self.api.update_internal("policy", "poddisruptionbudgets", obj, MANAGER, subresource="status")
+            except E.ApiError as e:
+                if e.code == 409:
+                    self.dirty_ns.add(ns)
+            return
+        allowed = max(0, healthy - desired)
         cond_status = "True" if allowed > 0 else "False"
         reason = "SufficientPods" if allowed > 0 else ("SyncFailed" if error else "InsufficientPods")
         conds = [c for c in st.get("conditions") or [] if c.get("type") != "DisruptionAllowed"]

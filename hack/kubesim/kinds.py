@@ -802,6 +802,8 @@ def _validate_event(rt, obj):
     errs = []
     ns = util.get_path(obj, "metadata", "namespace") or ""
     if rt.group == "events.k8s.io":
+        if "involvedObject" in obj or "message" in obj or "reportingComponent" in obj:
+            obj = event_from_core(obj)
         for k in ("eventTime", "reportingController", "reportingInstance", "action", "reason"):
             if not obj.get(k):
                 errs.append(E.required(k))
@@ -828,7 +830,7 @@ def name_errors(rt, name):
     """Name validation used by the API server for this kind."""
     if rt.kind == "Namespace":
         return util.dns1123_label_errors(name)
-    if rt.is_custom or rt.kind in ("Event", "Lease", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
+    if rt.kind in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
         errs = []
         if name in (".", ".."):
             errs.append('may not be \'%s\'' % name)
