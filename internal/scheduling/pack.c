@@ -23,6 +23,7 @@
  * capacity). Groups that differ only in labels form one class here. Ratios
  * only choose; every fit is still checked in integers by sched_try_place(). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "carpenter/alloc.h"
@@ -46,6 +47,10 @@ struct packer {
   struct sched_map compat; /* (rset, taintset) -> per-class byte */
   int64_t *minreq;         /* smallest pending request per dimension */
   int64_t left;            /* pods still pending, all classes */
+  double *Dall;            /* pending demand of every class */
+  uint32_t **rank;         /* per pool: types by value for Dall */
+  uint32_t *rank_stamp;    /* per pool: stamp the rank was made at */
+  uint32_t stamp;
   double *D;
 };
 
@@ -80,23 +85,51 @@ static const uint8_t *compat_of(struct packer *P, const struct sched_bin *b)
   return ok;
 }
 
-/* Places up to k pods of class c on bin bi; returns how many. */
+/* How many pods of g may still join bin bi without pushing a hostname
+ * spread that counts them above maxSkew on a bin hosting one of its owners:
+ * the plan then holds whatever order the kube-scheduler binds pods in. */
+static int64_t spread_room(struct sched_solver *s, const struct sched_group *g,
+                           uint32_t bi)
+{
+  int64_t room = INT64_MAX;
+  for (uint32_t i = 0; i < g->nsel_by; i++) {
+    const struct sched_tg *t = &s->tgs[g->sel_by[i]];
+    int64_t r;
+    if (t->type != TG_SPREAD || !t->hostname || !bs_get(t->owned, bi))
+      continue;
+    r = (int64_t)t->max_skew - t->cnt[bi];
+    if (r < room)
+      room = r > 0 ? r : 0;
+  }
+  return room;
+}
+
+/* Places up to k pods of class c on bin bi; returns how many. Members
+ * differ only in labels, so a refusal for one (capacity, requirements) is a
+ * refusal for all; only the room left by hostname spreads differs. */
 static int64_t place_class(struct packer *P, struct pclass *c, uint32_t bi,
                            int64_t k)
 {
+  struct sched_solver *s = P->s;
   int64_t placed = 0;
   struct sched_fail f;
-  while (k > 0) {
-    struct sched_group *g = leader(P, c);
+  for (uint32_t m = c->cur; m < c->nmem && k > 0; m++) {
+    struct sched_group *g = &s->groups[c->mem[m]];
+    int64_t room;
     uint32_t kk, n;
-    if (!g)
-      break;
-    kk = (uint32_t)(k < g->npods - g->next ? k : g->npods - g->next);
-    n = sched_try_place(P->s, g, bi, kk, &f);
+    if (g->next >= g->npods)
+      continue;
+    room = g->nsel_by ? spread_room(s, g, bi) : INT64_MAX;
+    if (room <= 0)
+      continue;
+    if (room > k)
+      room = k;
+    kk = (uint32_t)(room < g->npods - g->next ? room : g->npods - g->next);
+    n = sched_try_place(s, g, bi, kk, &f);
     if (!n) {
       if (f.monotone) {
         if (!c->rej)
-          sched_breg(P->s, &c->rej);
+          sched_breg(s, &c->rej);
         bs_set(c->rej, bi);
       }
       break;
@@ -106,9 +139,74 @@ static int64_t place_class(struct packer *P, struct pclass *c, uint32_t bi,
     c->remaining -= n;
     P->left -= n;
     if (n < kk)
-      break;
+      break; /* the bin is full for this class */
   }
+  while (c->cur < c->nmem &&
+         s->groups[c->mem[c->cur]].next >= s->groups[c->mem[c->cur]].npods)
+    c->cur++;
   return placed;
+}
+
+struct rank_ctx {
+  const double *cost;
+  const double *size;
+};
+
+static int rank_cmp(const void *a, const void *b, void *arg)
+{
+  const struct rank_ctx *rc = arg;
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  if (rc->cost[x] != rc->cost[y])
+    return rc->cost[x] < rc->cost[y] ? -1 : 1;
+  if (rc->size[x] != rc->size[y]) /* equal value: the bigger one */
+    return rc->size[x] > rc->size[y] ? -1 : 1;
+  return x < y ? -1 : x > y;
+}
+
+/* The pool's types by value for the pending demand: price times how many
+ * such nodes the demand needs in its tightest dimension (cheapest offering
+ * price; a claim's own zone may cost more, which only blurs the ranking).
+ * Made once per stamp, i.e. when the demand moved. */
+static const uint32_t *ranking(struct packer *P, uint32_t pi)
+{
+  struct sched_solver *s = P->s;
+  struct sched_pool *pool = &s->pools[pi];
+  const uint32_t R = s->R;
+  double *cost, *size;
+  struct rank_ctx rc;
+  if (P->rank[pi] && P->rank_stamp[pi] == P->stamp)
+    return P->rank[pi];
+  if (!P->rank[pi])
+    P->rank[pi] = carp_calloc(pool->ntypes + 1, sizeof(uint32_t));
+  cost = carp_calloc(s->ntypes + 1, sizeof(double));
+  size = carp_calloc(s->ntypes + 1, sizeof(double));
+  for (uint32_t i = 0; i < pool->ntypes; i++) {
+    uint32_t t = pool->by_size[i];
+    const int64_t *cap = &pool->cap[(size_t)t * R];
+    double need = 0;
+    for (uint32_t r = 0; r < R; r++) {
+      double x;
+      if (P->Dall[r] <= 0)
+        continue;
+      if (cap[r] <= 0) {
+        need = INFINITY;
+        break;
+      }
+      x = P->Dall[r] / (double)cap[r];
+      if (x > need)
+        need = x;
+    }
+    cost[t] = s->types[t].base_price * need;
+    size[t] = (double)(pool->ntypes - i); /* by_size is largest first */
+    P->rank[pi][i] = t;
+  }
+  rc.cost = cost;
+  rc.size = size;
+  qsort_r(P->rank[pi], pool->ntypes, sizeof(uint32_t), rank_cmp, &rc);
+  carp_free(cost);
+  carp_free(size);
+  P->rank_stamp[pi] = P->stamp;
+  return P->rank[pi];
 }
 
 /* The capacity vector a fill aims at, and the type behind it. Free: the
@@ -129,30 +227,12 @@ static const int64_t *target(struct packer *P, struct sched_bin *b, int mode,
     return b->alloc;
   pool = &s->pools[b->pool];
   if (mode == FILL_GROW) {
-    for (uint32_t i = 0; i < pool->ntypes; i++) {
-      uint32_t t = pool->by_size[i];
-      const int64_t *cap = &pool->cap[(size_t)t * R];
-      double need = 0, cost;
-      if (!bs_get(b->opts, t))
-        continue;
-      for (uint32_t r = 0; r < R; r++) {
-        double x;
-        if (P->D[r] <= 0)
-          continue;
-        if (cap[r] <= 0) {
-          need = INFINITY;
-          break;
-        }
-        x = P->D[r] / (double)cap[r];
-        if (x > need)
-          need = x;
+    const uint32_t *rank = ranking(P, (uint32_t)b->pool);
+    for (uint32_t i = 0; i < pool->ntypes; i++)
+      if (bs_get(b->opts, rank[i])) {
+        *type = rank[i];
+        break;
       }
-      cost = sched_type_price(s, t, b->rset) * need;
-      if (cost < best * (1 - 1e-9)) {
-        best = cost;
-        *type = t;
-      }
-    }
   } else {
     for (uint32_t i = 0; i < pool->ntypes; i++) {
       uint32_t t = pool->by_price[i];
@@ -289,15 +369,20 @@ static void fill(struct packer *P, uint32_t bi, int mode)
 static int refresh(struct packer *P)
 {
   const uint32_t R = P->s->R;
-  for (uint32_t r = 0; r < R; r++)
+  P->stamp++;
+  for (uint32_t r = 0; r < R; r++) {
     P->minreq[r] = INT64_MAX;
+    P->Dall[r] = 0;
+  }
   for (uint32_t i = 0; i < P->ncls; i++) {
     const struct pclass *pc = &P->cls[i];
     if (pc->remaining <= 0)
       continue;
-    for (uint32_t r = 0; r < R; r++)
+    for (uint32_t r = 0; r < R; r++) {
       if (pc->req[r] < P->minreq[r])
         P->minreq[r] = pc->req[r];
+      P->Dall[r] += (double)pc->remaining * (double)pc->req[r];
+    }
   }
   return P->left > 0;
 }
@@ -431,7 +516,7 @@ static void open_balanced(struct packer *P, uint8_t *failed)
 {
   struct sched_solver *s = P->s;
   memset(failed, 0, P->ncls);
-  while (P->left > 0) {
+  while (refresh(P)) {
     uint32_t i, bi;
     for (i = 0; i < P->ncls; i++)
       if (P->cls[i].remaining > 0 && !failed[i])
@@ -509,6 +594,9 @@ void sched_pack_inert(struct sched_solver *s, uint32_t *groups, uint32_t n)
   P.cand = carp_calloc(P.ncls + 1, sizeof(uint32_t));
   P.minreq = carp_calloc(s->R + 1, sizeof(int64_t));
   P.D = carp_calloc(s->R + 1, sizeof(double));
+  P.Dall = carp_calloc(s->R + 1, sizeof(double));
+  P.rank = carp_calloc(s->npools + 1, sizeof(uint32_t *));
+  P.rank_stamp = carp_calloc(s->npools + 1, sizeof(uint32_t));
   failed = carp_calloc(P.ncls + 1, 1);
   sn.remaining =
       carp_calloc((size_t)(s->npools + 1) * (s->R + 1), sizeof(int64_t));
@@ -548,6 +636,11 @@ void sched_pack_inert(struct sched_solver *s, uint32_t *groups, uint32_t n)
   carp_free(P.cand);
   carp_free(P.minreq);
   carp_free(P.D);
+  carp_free(P.Dall);
+  for (uint32_t pi = 0; pi < s->npools; pi++)
+    carp_free(P.rank[pi]);
+  carp_free(P.rank);
+  carp_free(P.rank_stamp);
   carp_free(failed);
   carp_free(sn.remaining);
   carp_free(sn.next);

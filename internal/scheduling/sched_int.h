@@ -323,6 +323,7 @@ struct sched_tg {
   uint32_t next;   /* next TG with the same hash */
   uint64_t *occ;   /* hostname: bins with count > 0 */
   uint64_t *atmax; /* hostname spread: bins with count >= max_skew */
+  uint64_t *owned; /* hostname spread: bins hosting one of its owners */
 };
 
 enum {

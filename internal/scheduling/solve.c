@@ -171,6 +171,9 @@ uint32_t sched_try_place(struct sched_solver *s, struct sched_group *g,
   for (uint32_t i = 0; i < k; i++)
     s->assign[g->pods[g->next++]] = bi;
   sched_record(s, g, bi, k);
+  for (uint32_t i = 0; i < g->nrules; i++)
+    if (g->rules[i].type == TG_SPREAD && s->tgs[g->rules[i].tg].hostname)
+      bs_set(s->tgs[g->rules[i].tg].owned, bi);
   if (sched_bin_full(s, b))
     bs_clr(s->open, bi);
   return k;

@@ -543,8 +543,10 @@ int sched_topology_setup(struct sched_solver *s)
     if (t->hostname) {
       t->cnt = carp_calloc(s->bwords * 64, sizeof(int32_t));
       sched_breg(s, &t->occ);
-      if (t->type == TG_SPREAD)
+      if (t->type == TG_SPREAD) {
         sched_breg(s, &t->atmax);
+        sched_breg(s, &t->owned);
+      }
     } else {
       t->cnt = sched_zalloc(&s->arena,
                             (s->dkeys[t->dkey].ndom + 1) * sizeof(int32_t));
