@@ -30,6 +30,9 @@
 #include "carpenter/lifecycle.h"
 #include "carpenter/log.h"
 #include "carpenter/metrics.h"
+#include "carpenter/metricsctl.h"
+#include "carpenter/nodeclass_controller.h"
+#include "carpenter/nodepool_controller.h"
 #include "carpenter/provisioner.h"
 #include "carpenter/pve.h"
 #include "carpenter/rand.h"
@@ -57,6 +60,11 @@ struct app {
   struct carp_provider *provider;
   struct carp_provisioner *provisioner;
   struct carp_lifecycle *lifecycle;
+  struct carp_nodepool_controller *nodepools;
+  struct carp_nodeclass_controller *nodeclasses;
+  struct carp_metricsctl *metricsctl;
+  char **pve_regions; /* --pve-config regions, for the NodeClass status */
+  size_t npve_regions;
   struct carp_leader *leader;
   char *lease_namespace;
   char identity[320]; /* this replica: hostname_random */
@@ -69,7 +77,6 @@ struct app {
   int config_error;        /* exit 2 */
   int closing_controllers; /* phase 1 of shutdown */
   int closing_users;       /* phase 2: what the controllers use */
-  struct carp_metric *m_synced;
 };
 
 /* ---- shutdown ---- */
@@ -145,6 +152,18 @@ static void app_stop(struct app *a, int exit_code)
     a->closing_controllers++;
     carp_lifecycle_close(a->lifecycle, on_controller_closed, a);
   }
+  if (a->nodepools) {
+    a->closing_controllers++;
+    carp_nodepool_controller_close(a->nodepools, on_controller_closed, a);
+  }
+  if (a->nodeclasses) {
+    a->closing_controllers++;
+    carp_nodeclass_controller_close(a->nodeclasses, on_controller_closed, a);
+  }
+  if (a->metricsctl) {
+    a->closing_controllers++;
+    carp_metricsctl_close(a->metricsctl, on_controller_closed, a);
+  }
   on_controller_closed(a);
 
   if (a->metrics_server)
@@ -176,7 +195,6 @@ static int check_synced(void *arg, struct carp_buf *why)
     if (!carp_informer_synced(a->cluster->all[i]))
       carp_buf_printf(why, "%s%s", why->len ? ", " : "not synced: ",
                       carp_informer_kind(a->cluster->all[i])->name);
-  carp_metric_set(a->m_synced, NULL, ok);
   return ok;
 }
 
@@ -231,6 +249,17 @@ static void on_crd_timer(uv_timer_t *t)
 
 /* ---- leadership ---- */
 
+/* The status and metrics controllers (they exist without a provider). */
+static void set_status_active(struct app *a)
+{
+  if (a->nodepools)
+    carp_nodepool_controller_set_active(a->nodepools, 1);
+  if (a->nodeclasses)
+    carp_nodeclass_controller_set_active(a->nodeclasses, 1);
+  if (a->metricsctl)
+    carp_metricsctl_set_active(a->metricsctl, 1);
+}
+
 static void on_started_leading(void *arg)
 {
   struct app *a = arg;
@@ -243,6 +272,7 @@ static void on_started_leading(void *arg)
     carp_provisioner_set_active(a->provisioner, 1);
   if (a->lifecycle)
     carp_lifecycle_set_active(a->lifecycle, 1);
+  set_status_active(a);
   /* As client-go's leader election does, say so on the Lease. */
   carp_recorder_event(a->recorder, &t, CARP_EVENT_NORMAL, "LeaderElection",
                       "%s became leader", carp_leader_identity(a->leader));
@@ -328,6 +358,12 @@ static int start_provider(struct app *a)
   po.config = &cfg;
   po.cluster_name = a->opts->cluster_name;
   rc = carp_pve_provider_new(&a->loop, &po, &a->provider);
+  a->pve_regions = carp_calloc(cfg.nclusters + 1, sizeof(char *));
+  for (a->npve_regions = 0; a->npve_regions < cfg.nclusters; a->npve_regions++)
+    a->pve_regions[a->npve_regions] =
+        carp_strdup(cfg.clusters[a->npve_regions].region
+                        ? cfg.clusters[a->npve_regions].region
+                        : "");
   carp_pve_config_free(&cfg);
   if (rc) {
     CARP_LOG_ERROR("main", "cannot start the Proxmox provider", CARP_F_ERR(rc));
@@ -337,13 +373,44 @@ static int start_provider(struct app *a)
   return 0;
 }
 
+/* A NodePool became Ready: pods left pending may fit now. */
+static void on_pool_ready(void *arg, const char *nodepool)
+{
+  struct app *a = arg;
+  (void)nodepool;
+  if (a->provisioner)
+    carp_provisioner_trigger(a->provisioner);
+}
+
 static int start_controllers(struct app *a)
 {
   struct carp_provisioner_options po;
   struct carp_lifecycle_options lo;
+  struct carp_nodepool_controller_options npo;
+  struct carp_nodeclass_controller_options nco;
+  struct carp_metricsctl_options mo;
   int rc;
+  memset(&mo, 0, sizeof(mo));
+  mo.metrics = a->metrics;
+  memset(&npo, 0, sizeof(npo));
+  npo.metrics = a->metrics;
+  npo.on_ready = on_pool_ready;
+  npo.on_ready_arg = a;
+  if ((rc = carp_metricsctl_new(&a->loop, a->cluster, &mo, &a->metricsctl)) ||
+      (rc = carp_nodepool_controller_new(&a->loop, a->cluster, a->kube, &npo,
+                                         &a->nodepools)))
+    return rc;
   if (!a->provider)
     return 0;
+  memset(&nco, 0, sizeof(nco));
+  nco.metrics = a->metrics;
+  nco.regions = (const char *const *)a->pve_regions;
+  nco.nregions = a->npve_regions;
+  nco.region_status = carp_pve_provider_region_status;
+  rc = carp_nodeclass_controller_new(&a->loop, a->cluster, a->kube,
+                                     a->provider, &nco, &a->nodeclasses);
+  if (rc)
+    return rc;
   memset(&po, 0, sizeof(po));
   po.batch_idle_ms = (uint64_t)a->opts->batch_idle_ms;
   po.batch_max_ms = (uint64_t)a->opts->batch_max_ms;
@@ -421,6 +488,7 @@ static int start_kube(struct app *a)
       carp_provisioner_set_active(a->provisioner, 1);
     if (a->lifecycle)
       carp_lifecycle_set_active(a->lifecycle, 1);
+    set_status_active(a);
     return 0;
   }
   ns = a->opts->leader_election_namespace;
@@ -453,12 +521,6 @@ static int app_init(struct app *a)
   int rc;
   a->metrics = carp_metrics_new();
   carp_metrics_register_process(a->metrics);
-  a->m_synced = carp_metrics_gauge(
-      a->metrics, "karpenter_cluster_state_synced",
-      "Returns 1 if cluster state is synced and 0 otherwise. Synced checks "
-      "that nodeclaims and nodes that are stored in the APIServer have the "
-      "same representation as Karpenter's cluster state",
-      NULL);
   a->health = carp_health_new();
   carp_health_add_check(a->health, "informers-synced", check_synced, a);
   carp_health_add_check(a->health, "crds", check_crds, a);
@@ -520,6 +582,9 @@ int carp_app_run(const struct carp_options *opts)
   carp_metrics_free(a->metrics);
   carp_kube_config_free(&a->kcfg);
   carp_free(a->lease_namespace);
+  while (a->npve_regions)
+    carp_free(a->pve_regions[--a->npve_regions]);
+  carp_free(a->pve_regions);
   code = a->exit_code;
   carp_free(a);
   carp_http_global_cleanup();

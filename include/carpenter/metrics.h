@@ -14,6 +14,7 @@
 #define CARP_METRICS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "carpenter/buf.h"
 
@@ -24,6 +25,7 @@ enum carp_metric_type {
   CARP_METRIC_COUNTER = 0,
   CARP_METRIC_GAUGE,
   CARP_METRIC_HISTOGRAM,
+  CARP_METRIC_SUMMARY,
 };
 
 /* NULL-terminated lists of label names and of values (same length). */
@@ -34,7 +36,8 @@ struct carp_metrics *carp_metrics_new(void);
 void carp_metrics_free(struct carp_metrics *r);
 
 /* Registration. A name registered twice returns the existing family when
- * type and labels agree, NULL otherwise. label_names may be NULL. */
+ * type and labels agree, NULL otherwise. label_names may be NULL.
+ * carp_metric_observe() feeds histograms and summaries. */
 struct carp_metric *carp_metrics_counter(struct carp_metrics *r,
                                          const char *name, const char *help,
                                          const char *const *label_names);
@@ -47,6 +50,43 @@ struct carp_metric *carp_metrics_histogram(struct carp_metrics *r,
                                            const char *const *label_names,
                                            const double *buckets,
                                            size_t nbuckets);
+
+/* A summary (summary.c): quantiles over the observations of a sliding
+ * window (the last max_age_ms, at most max_samples of the newest), with
+ * _sum and _count over all time, as the Go client's summaries with MaxAge
+ * report them. Quantiles are exact ranks within the window; with an empty
+ * window they are NaN. max_age_ms 0 is 10 minutes, max_samples 0 is 4096.
+ * quantiles: ascending, each in [0, 1]. "quantile" may not be a label. */
+struct carp_metric *carp_metrics_summary(struct carp_metrics *r,
+                                         const char *name, const char *help,
+                                         const char *const *label_names,
+                                         const double *quantiles,
+                                         size_t nquantiles, uint64_t max_age_ms,
+                                         size_t max_samples);
+
+/* A streamed family (stream.c): no stored series; at each rendering the
+ * callback writes the current samples straight into the exposition, so a
+ * family of one series per cached pod costs nothing between scrapes. The
+ * family is left out when the callback writes no sample. type is
+ * CARP_METRIC_GAUGE or CARP_METRIC_COUNTER. */
+struct carp_metric_writer;
+typedef void (*carp_metrics_stream_cb)(struct carp_metric_writer *w,
+                                       void *arg);
+struct carp_metric *carp_metrics_stream(struct carp_metrics *r,
+                                        const char *name, const char *help,
+                                        enum carp_metric_type type,
+                                        const char *const *label_names,
+                                        carp_metrics_stream_cb cb, void *arg);
+/* Writes one sample; values has one entry per label name (NULL for none).
+ * The caller keeps label value sets distinct. */
+void carp_metric_writer_sample(struct carp_metric_writer *w,
+                               const char *const *values, double value);
+/* Counts the renderings of the registry: the same number for every family
+ * of one scrape, so callbacks can share a snapshot computed once. */
+uint64_t carp_metric_writer_scrape(const struct carp_metric_writer *w);
+/* Stops calling the callback (the family then renders nothing): call it
+ * before freeing what arg points to. */
+void carp_metric_stream_detach(struct carp_metric *m);
 
 /* Karpenter's default duration buckets, 0.005 s to 600 s. */
 extern const double carp_metrics_duration_buckets[];
@@ -61,7 +101,7 @@ void carp_metric_set(struct carp_metric *m, const char *const *values,
 void carp_metric_observe(struct carp_metric *m, const char *const *values,
                          double value);
 /* Current value of a counter or gauge series (0 when absent); for a
- * histogram, its count. Mostly for tests. */
+ * histogram or summary, its count. Mostly for tests. */
 double carp_metric_value(struct carp_metric *m, const char *const *values);
 /* Drops one series, or all of them. */
 void carp_metric_remove(struct carp_metric *m, const char *const *values);

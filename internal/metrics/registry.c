@@ -33,6 +33,7 @@ static void series_free(struct carp_series *s)
   carp_free(s->key);
   carp_free(s->values);
   carp_free(s->buckets);
+  carp__summary_window_free(s->window);
   carp_free(s);
 }
 
@@ -47,6 +48,7 @@ static void metric_free(struct carp_metric *m)
     carp_free(m->labels[i]);
   carp_free(m->labels);
   carp_free(m->bounds);
+  carp_free(m->quantiles);
   carp_free(m->name);
   carp_free(m->help);
   carp_free(m);
@@ -91,7 +93,7 @@ static size_t count_labels(const char *const *labels)
 static struct carp_series *series_get(struct carp_metric *m,
                                       const char *const *values, int create);
 
-static struct carp_metric *register_family(struct carp_metrics *r,
+struct carp_metric *carp__metrics_register(struct carp_metrics *r,
                                            enum carp_metric_type type,
                                            const char *name, const char *help,
                                            const char *const *label_names,
@@ -108,7 +110,9 @@ static struct carp_metric *register_family(struct carp_metrics *r,
   for (i = 0; i < n; i++) {
     if (!valid_name(label_names[i], 0) ||
         strncmp(label_names[i], "__", 2) == 0 ||
-        (type == CARP_METRIC_HISTOGRAM && !strcmp(label_names[i], "le"))) {
+        (type == CARP_METRIC_HISTOGRAM && !strcmp(label_names[i], "le")) ||
+        (type == CARP_METRIC_SUMMARY &&
+         !strcmp(label_names[i], "quantile"))) {
       CARP_LOG_ERROR("metrics", "invalid label name",
                      CARP_F_STR("metric", name),
                      CARP_F_STR("label", label_names[i]));
@@ -167,16 +171,16 @@ struct carp_metric *carp_metrics_counter(struct carp_metrics *r,
                                          const char *name, const char *help,
                                          const char *const *label_names)
 {
-  return register_family(r, CARP_METRIC_COUNTER, name, help, label_names, NULL,
-                         0);
+  return carp__metrics_register(r, CARP_METRIC_COUNTER, name, help,
+                                label_names, NULL, 0);
 }
 
 struct carp_metric *carp_metrics_gauge(struct carp_metrics *r, const char *name,
                                        const char *help,
                                        const char *const *label_names)
 {
-  return register_family(r, CARP_METRIC_GAUGE, name, help, label_names, NULL,
-                         0);
+  return carp__metrics_register(r, CARP_METRIC_GAUGE, name, help, label_names,
+                                NULL, 0);
 }
 
 struct carp_metric *carp_metrics_histogram(struct carp_metrics *r,
@@ -185,8 +189,8 @@ struct carp_metric *carp_metrics_histogram(struct carp_metrics *r,
                                            const double *buckets,
                                            size_t nbuckets)
 {
-  return register_family(r, CARP_METRIC_HISTOGRAM, name, help, label_names,
-                         buckets, nbuckets);
+  return carp__metrics_register(r, CARP_METRIC_HISTOGRAM, name, help,
+                                label_names, buckets, nbuckets);
 }
 
 /* Builds the lookup key; returns 0 when values has the wrong length. */
@@ -259,8 +263,8 @@ void carp_metric_add(struct carp_metric *m, const char *const *values,
   struct carp_series *s;
   if (!m)
     return;
-  if (m->type == CARP_METRIC_HISTOGRAM ||
-      (m->type == CARP_METRIC_COUNTER && !(delta >= 0))) {
+  if (m->type == CARP_METRIC_HISTOGRAM || m->type == CARP_METRIC_SUMMARY ||
+      m->streamed || (m->type == CARP_METRIC_COUNTER && !(delta >= 0))) {
     CARP_LOG_ERROR("metrics", "invalid add", CARP_F_STR("metric", m->name),
                    CARP_F_DOUBLE("delta", delta));
     return;
@@ -276,8 +280,9 @@ void carp_metric_set(struct carp_metric *m, const char *const *values,
   struct carp_series *s;
   if (!m)
     return;
-  if (m->type == CARP_METRIC_HISTOGRAM) {
-    CARP_LOG_ERROR("metrics", "set on a histogram",
+  if (m->type == CARP_METRIC_HISTOGRAM || m->type == CARP_METRIC_SUMMARY ||
+      m->streamed) {
+    CARP_LOG_ERROR("metrics", "set on a histogram, summary or stream",
                    CARP_F_STR("metric", m->name));
     return;
   }
@@ -293,13 +298,18 @@ void carp_metric_observe(struct carp_metric *m, const char *const *values,
   size_t lo = 0, hi;
   if (!m)
     return;
-  if (m->type != CARP_METRIC_HISTOGRAM || isnan(value)) {
+  if ((m->type != CARP_METRIC_HISTOGRAM && m->type != CARP_METRIC_SUMMARY) ||
+      m->streamed || isnan(value)) {
     CARP_LOG_ERROR("metrics", "invalid observe", CARP_F_STR("metric", m->name));
     return;
   }
   s = series_get(m, values, 1);
   if (!s)
     return;
+  if (m->type == CARP_METRIC_SUMMARY) {
+    carp__summary_observe(m, s, value);
+    return;
+  }
   /* First bucket whose bound is >= value; nbounds is the +Inf bucket. */
   hi = m->nbounds;
   while (lo < hi) {
@@ -319,7 +329,9 @@ double carp_metric_value(struct carp_metric *m, const char *const *values)
   struct carp_series *s = m ? series_get(m, values, 0) : NULL;
   if (!s)
     return 0;
-  return m->type == CARP_METRIC_HISTOGRAM ? (double)s->count : s->value;
+  return m->type == CARP_METRIC_HISTOGRAM || m->type == CARP_METRIC_SUMMARY
+             ? (double)s->count
+             : s->value;
 }
 
 static void remove_series(struct carp_metric *m, struct carp_series *s)

@@ -1,8 +1,10 @@
 /* render.c: the Prometheus text exposition format, version 0.0.4.
  * HELP text escapes backslash and newline; label values also escape the
  * double quote. Histograms print cumulative _bucket lines ending in
- * le="+Inf", then _sum and _count. Families with no series are left out,
- * as the Go client does. */
+ * le="+Inf", then _sum and _count; summaries their quantile lines, _sum
+ * and _count (summary.c), streamed families whatever their callback
+ * writes (stream.c). Families with no series are left out, as the Go
+ * client does. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,11 @@ void carp_metrics_format_value(double v, char out[32])
   }
   if (v == 0) {
     snprintf(out, 32, "0");
+    return;
+  }
+  /* Whole numbers print whole ("10", not "1e+01") below 1e15. */
+  if (v == floor(v) && fabs(v) < 1e15) {
+    snprintf(out, 32, "%.0f", v);
     return;
   }
   /* The shortest precision that reads back as the same double. */
@@ -48,45 +55,66 @@ static void put_escaped(struct carp_buf *b, const char *s, int quote)
   }
 }
 
+/* A label value: copied in one piece unless it needs escaping. */
+static void put_value(struct carp_buf *b, const char *s)
+{
+  size_t n = strcspn(s, "\\\n\"");
+  if (!s[n]) {
+    carp_buf_append(b, s, n);
+    return;
+  }
+  put_escaped(b, s, 1);
+}
+
 /* name{l1="v1",l2="v2"[,le="x"]} */
 static void put_series_name(struct carp_buf *b, const struct carp_metric *m,
-                            const struct carp_series *s, const char *suffix,
-                            const char *le)
+                            const char *const *values, const char *suffix,
+                            const char *extra_name, const char *extra_value)
 {
   size_t i;
   carp_buf_puts(b, m->name);
   carp_buf_puts(b, suffix);
-  if (m->nlabels == 0 && !le)
+  if (m->nlabels == 0 && !extra_name)
     return;
   carp_buf_putc(b, '{');
   for (i = 0; i < m->nlabels; i++) {
     if (i)
       carp_buf_putc(b, ',');
     carp_buf_puts(b, m->labels[i]);
-    carp_buf_puts(b, "=\"");
-    put_escaped(b, s->values[i], 1);
+    carp_buf_append(b, "=\"", 2);
+    put_value(b, values[i] ? values[i] : "");
     carp_buf_putc(b, '"');
   }
-  if (le) {
+  if (extra_name) {
     if (m->nlabels)
       carp_buf_putc(b, ',');
-    carp_buf_puts(b, "le=\"");
-    carp_buf_puts(b, le);
+    carp_buf_puts(b, extra_name);
+    carp_buf_append(b, "=\"", 2);
+    carp_buf_puts(b, extra_value);
     carp_buf_putc(b, '"');
   }
   carp_buf_putc(b, '}');
+}
+
+void carp__metrics_put_sample(struct carp_buf *b, const struct carp_metric *m,
+                              const char *const *values, const char *suffix,
+                              const char *extra_name, const char *extra_value,
+                              double v)
+{
+  char num[32];
+  put_series_name(b, m, values, suffix, extra_name, extra_value);
+  carp_metrics_format_value(v, num);
+  carp_buf_putc(b, ' ');
+  carp_buf_puts(b, num);
+  carp_buf_putc(b, '\n');
 }
 
 static void put_sample(struct carp_buf *b, const struct carp_metric *m,
                        const struct carp_series *s, const char *suffix,
                        const char *le, double v)
 {
-  char num[32];
-  put_series_name(b, m, s, suffix, le);
-  carp_metrics_format_value(v, num);
-  carp_buf_putc(b, ' ');
-  carp_buf_puts(b, num);
-  carp_buf_putc(b, '\n');
+  carp__metrics_put_sample(b, m, (const char *const *)s->values, suffix,
+                           le ? "le" : NULL, le, v);
 }
 
 static const char *type_name(enum carp_metric_type t)
@@ -98,20 +126,36 @@ static const char *type_name(enum carp_metric_type t)
     return "gauge";
   case CARP_METRIC_HISTOGRAM:
     return "histogram";
+  case CARP_METRIC_SUMMARY:
+    return "summary";
   }
   return "untyped";
 }
 
-static void render_family(struct carp_buf *b, const struct carp_metric *m)
+void carp__metrics_put_header(struct carp_buf *b, const struct carp_metric *m)
 {
-  size_t i, j;
-  if (m->nseries == 0)
-    return;
   carp_buf_printf(b, "# HELP %s ", m->name);
   put_escaped(b, m->help, 0);
   carp_buf_printf(b, "\n# TYPE %s %s\n", m->name, type_name(m->type));
+}
+
+static void render_family(struct carp_buf *b, struct carp_metric *m,
+                          uint64_t scrape)
+{
+  size_t i, j;
+  if (m->streamed) {
+    carp__stream_render(b, m, scrape);
+    return;
+  }
+  if (m->nseries == 0)
+    return;
+  carp__metrics_put_header(b, m);
   for (i = 0; i < m->nseries; i++) {
     const struct carp_series *s = m->series[i];
+    if (m->type == CARP_METRIC_SUMMARY) {
+      carp__summary_render(b, m, s);
+      continue;
+    }
     if (m->type != CARP_METRIC_HISTOGRAM) {
       put_sample(b, m, s, "", NULL, s->value);
       continue;
@@ -134,9 +178,10 @@ static void render_family(struct carp_buf *b, const struct carp_metric *m)
 int carp_metrics_render(struct carp_metrics *r, struct carp_buf *out)
 {
   size_t i;
+  uint64_t scrape = ++r->renders;
   for (i = 0; i < r->ncollectors; i++)
     r->collectors[i].cb(r, r->collectors[i].arg);
   for (i = 0; i < r->nfamilies; i++)
-    render_family(out, r->families[i]);
+    render_family(out, r->families[i], scrape);
   return out->overflowed ? CARP_ETOOBIG : 0;
 }

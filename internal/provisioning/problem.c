@@ -570,9 +570,13 @@ static int pool_usable(const struct carp_cluster *c,
                        const struct carp_nodeclass **cls)
 {
   *cls = carp_cluster_nodeclass(c, np->tmpl.node_class_ref.name);
+  /* Ready as the NodePool and NodeClass controllers last saw them
+   * (validation, class readiness, regions, templates, bootstrap). */
   return np->valid && !np->meta.deletion_ms && !np->has_replicas && *cls &&
          (*cls)->valid && !(*cls)->meta.deletion_ms &&
-         !strcmp(np->tmpl.node_class_ref.kind, CARP_NODECLASS_KIND);
+         !strcmp(np->tmpl.node_class_ref.kind, CARP_NODECLASS_KIND) &&
+         carp_conditions_is_true(&np->status.conditions, CARP_COND_READY) &&
+         carp_conditions_is_true(&(*cls)->status.conditions, CARP_COND_READY);
 }
 
 static const struct carp_sched_quantity *

@@ -1,0 +1,52 @@
+/* Cluster-state metrics (Karpenter's metrics/node, metrics/pod,
+ * metrics/nodepool and state metrics), with Karpenter's names and labels:
+ *
+ *   karpenter_nodes_allocatable, _total_pod_requests,
+ *   _total_daemon_requests, _system_overhead           gauges per node and
+ *       resource_type (cpu in cores, memory and ephemeral_storage in bytes,
+ *       pods), labels node_name, nodepool, zone, region, instance_type,
+ *       arch, os, capacity_type, managed, resource_type
+ *   karpenter_nodes_current_lifetime_seconds           per node
+ *   karpenter_cluster_utilization_percent              {resource_type}
+ *   karpenter_pods_state                               one series per pod
+ *   karpenter_pods_startup_duration_seconds            summary
+ *   karpenter_pods_bound_duration_seconds              histogram
+ *   karpenter_nodepools_usage, karpenter_nodepools_limit {nodepool,
+ *       resource_type}
+ *   karpenter_cluster_state_node_count, _synced, _unsynced_time_seconds
+ *
+ * Gauges are streamed families (include/carpenter/metrics.h): computed at
+ * scrape time from the informer caches, with no per-series memory and no
+ * stale series; one snapshot of per-node sums serves every family of a
+ * scrape. The two durations are observed from pod informer events while
+ * active (the leader), as Karpenter's pod controller does: the startup
+ * duration when a pod seen not Ready becomes Ready (Ready time - creation),
+ * the bound duration when a pod seen unbound is bound (PodScheduled time -
+ * creation). docs/metrics.md lists every metric. */
+#ifndef CARP_METRICSCTL_H
+#define CARP_METRICSCTL_H
+
+#include <uv.h>
+
+#include "carpenter/cluster.h"
+
+struct carp_metricsctl;
+struct carp_metrics;
+
+struct carp_metricsctl_options {
+  struct carp_metrics *metrics; /* required */
+};
+
+/* Registers the families and adds a pod informer handler: call before
+ * carp_cluster_start(). */
+int carp_metricsctl_new(uv_loop_t *loop, struct carp_cluster *cluster,
+                        const struct carp_metricsctl_options *o,
+                        struct carp_metricsctl **out);
+/* Durations are observed only while active. */
+void carp_metricsctl_set_active(struct carp_metricsctl *m, int active);
+/* Detaches the streamed families (they render nothing afterwards) and
+ * frees the controller; cb runs from the loop. */
+void carp_metricsctl_close(struct carp_metricsctl *m, void (*cb)(void *arg),
+                           void *arg);
+
+#endif

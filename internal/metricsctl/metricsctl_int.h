@@ -1,0 +1,78 @@
+/* Private parts of the cluster-state metrics controller, shared by
+ * metricsctl.c (node, pool and cluster gauges, lifetime) and pods.c
+ * (karpenter_pods_state and the pod durations). */
+#ifndef CARP_METRICSCTL_INT_H
+#define CARP_METRICSCTL_INT_H
+
+#include <stdint.h>
+
+#include "carpenter/api.h"
+#include "carpenter/map.h"
+#include "carpenter/metrics.h"
+#include "carpenter/metricsctl.h"
+
+/* Node label values, in the order of the node families' labels. */
+enum {
+  NL_NODE = 0,
+  NL_NODEPOOL,
+  NL_ZONE,
+  NL_REGION,
+  NL_INSTANCE_TYPE,
+  NL_ARCH,
+  NL_OS,
+  NL_CAPACITY_TYPE,
+  NL_MANAGED,
+  NL_COUNT
+};
+
+/* One node in the scrape's snapshot (borrowed pointers: valid during the
+ * rendering that built it). */
+struct carp_mctl_node {
+  const struct carp_node *node;
+  const char *labels[NL_COUNT];
+  struct carp_resources pod_requests;    /* non-terminal pods */
+  struct carp_resources daemon_requests; /* of which DaemonSet pods */
+  double lifetime_s;
+};
+
+#define MCTL_CACHE       4096 /* node name cache slots */
+#define MCTL_OWNER_CACHE 1024 /* owner link cache slots */
+
+struct carp_metricsctl {
+  uv_loop_t *loop;
+  struct carp_cluster *cluster;
+  struct carp_metricsctl_options o;
+  int active;
+  int closing;
+  uv_timer_t closer;
+  void (*close_cb)(void *arg);
+  void *close_arg;
+  struct carp_metric *streams[16];
+  size_t nstreams;
+  struct carp_metric *m_startup;
+  struct carp_metric *m_bound;
+  int64_t unsynced_since_ms; /* monotonic; 0 while synced */
+  /* the snapshot */
+  uint64_t snap_scrape;
+  struct carp_mctl_node *snap;
+  size_t nsnap, capsnap;
+  struct carp_map snap_index; /* node name -> snapshot entry */
+  struct {
+    const char *key; /* interned node name */
+    const struct carp_mctl_node *node;
+  } node_cache[MCTL_CACHE];
+  struct {
+    const char *uid; /* interned owner UID */
+    char link[320];
+  } owner_cache[MCTL_OWNER_CACHE];
+};
+
+/* Builds the snapshot once per scrape (scrape 0: always). */
+void carp__mctl_snapshot(struct carp_metricsctl *m, uint64_t scrape);
+const struct carp_mctl_node *carp__mctl_node_of(struct carp_metricsctl *m,
+                                                const char *node_name);
+/* pods.c */
+int carp__mctl_pods_init(struct carp_metricsctl *m);
+void carp__mctl_stream_pods(struct carp_metric_writer *w, void *arg);
+
+#endif
