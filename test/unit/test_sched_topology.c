@@ -323,6 +323,30 @@ static void test_hostname_spread(void **state)
   tb_free(&t);
 }
 
+static void test_free_pods_respect_spread_owners(void **state)
+{
+  struct tb t;
+  struct carp_sched_pod *owner, *free_pods[4];
+  int with_owner = 0;
+  /* the owner spreads app=x pods over hosts (maxSkew 1) but is app=y
+   * itself; free app=x pods come later and may not push its host to two */
+  tb_init(&t);
+  tb_standard(&t);
+  owner = tb_pod(&t, "owner", "1", "1Gi");
+  tb_pod_label(&t, owner, "app", "y");
+  tb_pod_spread(&t, owner, HOST, 1, DNS, 0, "app", "x");
+  for (int i = 0; i < 4; i++) {
+    free_pods[i] = tb_pod(&t, "free", "100m", "100Mi");
+    tb_pod_label(&t, free_pods[i], "app", "x");
+  }
+  tb_solve(&t);
+  assert_int_equal(t.res->nscheduled, 5);
+  for (int i = 0; i < 4; i++)
+    with_owner += tb_claim(&t, free_pods[i]) == tb_claim(&t, owner);
+  assert_true(with_owner <= 1);
+  tb_free(&t);
+}
+
 /* ---- affinity ---- */
 
 static void test_zone_self_affinity(void **state)
@@ -567,6 +591,7 @@ int main(void)
       cmocka_unit_test(test_spread_node_affinity_policy),
       cmocka_unit_test(test_spread_custom_key_from_pool_labels),
       cmocka_unit_test(test_hostname_spread),
+      cmocka_unit_test(test_free_pods_respect_spread_owners),
       cmocka_unit_test(test_zone_self_affinity),
       cmocka_unit_test(test_affinity_to_existing_pods),
       cmocka_unit_test(test_hostname_self_anti_affinity),
