@@ -125,6 +125,12 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
     carp__lc_done(l, key, CARP_RECONCILE_DONE, 0);
     return;
   }
+  /* Nothing is decided before every cache has listed: a NodeClaim seen
+   * before its Node would look like one whose Node was deleted. */
+  if (!carp_cluster_synced(l->cluster)) {
+    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, 500);
+    return;
+  }
   nc = carp_cluster_nodeclaim(l->cluster, key);
   if (!nc) {
     carp__lc_mem_drop(l, key);

@@ -20,6 +20,10 @@
 #include "carpenter/scheduling.h"
 #include "lifecycle_int.h"
 
+/* How long a registered NodeClaim's Node must be missing from a synced
+ * cache before the NodeClaim is deleted after it. */
+#define NODE_GONE_MS 10000
+
 static int has_taint(const struct carp_taint *t, uint32_t n, const char *key,
                      enum carp_taint_effect effect)
 {
@@ -253,6 +257,13 @@ void carp__lc_register(struct carp_lifecycle *l,
   if (!node) {
     int64_t since = launched ? launched->transition_ms : nc->meta.creation_ms;
     int64_t waited = carp__lc_now() - since;
+    const struct carp_condition *reg =
+        carp_conditions_get(&nc->status.conditions, CARP_COND_REGISTERED);
+    if (registered && carp__lc_now() - reg->transition_ms < NODE_GONE_MS) {
+      /* Just registered: our cache may not show the Node yet. */
+      carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, NODE_GONE_MS);
+      return;
+    }
     if (registered) {
       /* Its Node went away without us: the NodeClaim follows it. */
       carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1, "NodeDeleted",

@@ -510,8 +510,9 @@ static void add_claims(struct builder *b)
       o->allocatable = carp_prov_quantities(A, &alloc, &o->nallocatable);
       carp_resources_cleanup(&alloc);
     }
-    /* Its own pods are not bound yet: its requests stand for them. */
-    carp_resources_add(&b->targets[k].requested, &nc->spec.requests);
+    /* Its pods are counted through their nominations (below), as
+     * Karpenter counts an in-flight claim's pods; after a restart they are
+     * pending and not nominated, and the solve places them on it again. */
   }
 }
 

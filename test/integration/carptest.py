@@ -19,19 +19,23 @@ CARPENTER = os.path.join(BUILD_DIR, "controller", "carpenter")
 class Carpenter:
     """A running carpenter process whose JSON log lines are collected."""
 
-    def __init__(self, *args, env=None):
+    def __init__(self, *args, env=None, log=None):
         full_env = dict(os.environ)
         full_env.update(env or {})
         self.proc = subprocess.Popen(
             [CARPENTER, *args], stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=full_env, text=True)
         self.lines = []
+        self.logfile = open(log, "a") if log else None
         self.cond = threading.Condition()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
     def _read(self):
         for line in self.proc.stderr:
+            if self.logfile:
+                self.logfile.write(line)
+                self.logfile.flush()
             with self.cond:
                 self.lines.append(line.rstrip("\n"))
                 self.cond.notify_all()
@@ -80,6 +84,9 @@ class Carpenter:
         for f in (self.proc.stdout, self.proc.stderr):
             if f:
                 f.close()
+        if self.logfile:
+            self.logfile.close()
+            self.logfile = None
 
     def stop(self, sig=signal.SIGTERM, timeout=10.0):
         """Sends sig and returns (exit code, seconds to exit)."""
