@@ -153,7 +153,7 @@ class DisruptionController(Controller):
         except ValueError:
             sel = selectors.NOTHING
         pods = [self.cache["pods"][k] for k in self.pods_by_ns.get(ns, ()) if k in self.cache["pods"]]
-        pods = [p for p in pods if sel.matches(p.labels)]
+        pods = sorted((p for p in pods if sel.matches(p.labels)), key=lambda p: p.name)
         st = util.deepcopy(pdb.get("status") or {})
         now = time.time()
         disrupted = dict(st.get("disruptedPods") or {})

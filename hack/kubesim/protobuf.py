@@ -135,12 +135,24 @@ _T = {
     "Subject": {1: ("kind", "string", ""), 2: ("apiGroup", "string", ""), 3: ("name", "string", ""),
                 4: ("namespace", "string", "")},
     "RoleRef": {1: ("apiGroup", "string", ""), 2: ("kind", "string", ""), 3: ("name", "string", "")},
+    # authorization/v1 (kubectl auth can-i)
+    "SelfSubjectAccessReview": {1: ("metadata", "ObjectMeta", ""), 2: ("spec", "SubjectAccessReviewSpec", ""),
+                                3: ("status", "Empty", "")},
+    "SubjectAccessReview": {1: ("metadata", "ObjectMeta", ""), 2: ("spec", "SubjectAccessReviewSpec", ""),
+                            3: ("status", "Empty", "")},
+    "SubjectAccessReviewSpec": {1: ("resourceAttributes", "ResourceAttributes", ""),
+                                2: ("nonResourceAttributes", "NonResourceAttributes", ""),
+                                3: ("user", "string", ""), 4: ("groups", "string", "r"), 6: ("uid", "string", "")},
+    "ResourceAttributes": {1: ("namespace", "string", ""), 2: ("verb", "string", ""), 3: ("group", "string", ""),
+                           4: ("version", "string", ""), 5: ("resource", "string", ""),
+                           6: ("subresource", "string", ""), 7: ("name", "string", "")},
+    "NonResourceAttributes": {1: ("path", "string", ""), 2: ("verb", "string", "")},
     "Empty": {},
 }
 
 KINDS = {"Deployment", "Pod", "Namespace", "ConfigMap", "Secret", "ServiceAccount", "Service", "ResourceQuota",
          "Eviction", "PodDisruptionBudget", "PriorityClass", "Job", "Lease", "ClusterRole", "Role",
-         "ClusterRoleBinding", "RoleBinding", "DeleteOptions"}
+         "ClusterRoleBinding", "RoleBinding", "DeleteOptions", "SelfSubjectAccessReview", "SubjectAccessReview"}
 
 
 def _varint(buf, i):
