@@ -44,6 +44,7 @@ void pve_op_init(struct pve_op *op, struct pve_provider *pp, pve_fn on_canceled,
   if (pp->ops)
     pp->ops->prev = op;
   pp->ops = op;
+  pp->nops++;
 }
 
 void pve_op_defer(struct pve_op *op, uint64_t ms, pve_fn fn)
@@ -312,6 +313,7 @@ static void on_closed(uv_handle_t *h)
   struct pve_op *op = h->data;
   struct pve_provider *pp = op->pp;
   op->on_free(op);
+  pp->nops--;
   pve_provider_maybe_closed(pp);
 }
 

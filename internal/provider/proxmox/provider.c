@@ -382,7 +382,7 @@ static void on_client_closed(void *arg)
 void pve_provider_maybe_closed(struct pve_provider *pp)
 {
   size_t i;
-  if (!pp->closing || pp->ops || pp->closing > 1)
+  if (!pp->closing || pp->nops || pp->closing > 1)
     return;
   pp->closing = 2;
   /* Every operation has delivered its callback; close the rest. */

@@ -408,6 +408,7 @@ struct pve_provider {
   uv_timer_t refresh_timer;
   uv_timer_t slot_timer;
   struct pve_op *ops;
+  size_t nops; /* ops not yet freed (including ones closing their timer) */
   int closing;
   int clients_open;
   int handles_open;

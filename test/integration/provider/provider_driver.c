@@ -4,7 +4,7 @@
  * lines on stdout that the Python side checks against the simulator's
  * state (/_sim/vms, /_sim/storage, the request log):
  *
- *   create:count=N[,prefix=P][,type=T][,zone=Z][,cancel_ms=MS][,name=X]
+ *   create:count=N[,prefix=P][,type=T][,zone=Z][,region=R][,cancel_ms=MS][,name=X]
  *          (cancel_ms: cancel that long after the reserve hook ran)
  *          [,uid=U][,annotation=@|VALUE][,steal=TMPLVMID@NODE][,userdata=FILE]
  *   delete            every instance created so far, repeated until NotFound
@@ -160,6 +160,8 @@ static struct carp_objmeta *decode(const struct carp_kind *k, const char *text)
   return m;
 }
 
+static const char *want_region; /* create:region=R */
+
 static struct carp_nodeclaim *make_claim(const struct claim *c, const char *type,
                                          const char *zone, const char *hash)
 {
@@ -195,6 +197,10 @@ static struct carp_nodeclaim *make_claim(const struct claim *c, const char *type
     carp_buf_printf(&b, ",{\"key\":\"topology.kubernetes.io/zone\",\"operator\":"
                         "\"In\",\"values\":[\"%s\"]}",
                     zone);
+  if (want_region)
+    carp_buf_printf(&b, ",{\"key\":\"topology.kubernetes.io/region\",\"operator\":"
+                        "\"In\",\"values\":[\"%s\"]}",
+                    want_region);
   carp_buf_printf(&b, "],\"resources\":{\"requests\":{\"cpu\":\"100m\","
                       "\"memory\":\"128Mi\"}}}");
   if (c->provider_id[0])
@@ -364,13 +370,14 @@ static void run_until_done(void)
 static void step_create(const char *opts)
 {
   char buf[256], prefix[64] = "nc", type[96], zone[64], name[64], uid[64],
-       ann[256], steal[128], udfile[256];
+       ann[256], steal[128], udfile[256], region[64];
   const char *t = opt(opts, "type", type, sizeof(type));
   const char *z = opt(opts, "zone", zone, sizeof(zone));
   int count = 1, i;
   uint64_t cancel_ms = 0;
   if (opt(opts, "count", buf, sizeof(buf)))
     count = atoi(buf);
+  want_region = opt(opts, "region", region, sizeof(region));
   opt(opts, "prefix", prefix, sizeof(prefix));
   if (opt(opts, "cancel_ms", buf, sizeof(buf)))
     cancel_ms = (uint64_t)atoll(buf);
@@ -433,6 +440,7 @@ static void step_create(const char *opts)
     c->cancel_ms = cancel_ms; /* counted from the reserve hook */
   }
   run_until_done();
+  want_region = NULL;
 }
 
 /* --- delete ------------------------------------------------------------------------ */

@@ -129,10 +129,11 @@ class ProviderCase(unittest.TestCase):
     def volumes_of(self, vmid):
         return [v for v in self.sim.ctl("GET", "/storage") if v.get("vmid") == vmid]
 
-    def check_requests(self):
+    def check_requests(self, sim=None):
         """Every request Carpenter sent is valid per apidata.js."""
+        sim = sim or self.sim
         bad = []
-        for rec in self.sim.requests():
+        for rec in sim.requests():
             if rec.get("token", "").endswith("!noperm") and rec.get("status") == 403:
                 continue
             if rec.get("status") == 400 and rec.get("errors"):
@@ -153,7 +154,7 @@ class ProviderCase(unittest.TestCase):
             if errors:
                 bad.append(("schema", rec["method"], rec["rel"], dict(errors)))
         self.assertEqual(bad, [], "invalid requests sent to Proxmox")
-        stats = self.sim.ctl("GET", "/stats")
+        stats = sim.ctl("GET", "/stats")
         self.assertEqual(stats.get("unimplemented", 0), 0)
 
     def assert_clean(self, vmids=None):
@@ -324,6 +325,61 @@ class TestConcurrent(ProviderCase):
         self.assert_clean(vmids)
         others = sorted(v["vmid"] for v in self.all_vms())
         self.assertEqual(others, [2000, 2003])
+
+
+# -------------------------------------------------------------------------------
+class TestRegions(ProviderCase):
+    """Two Proxmox clusters at once; one host of the first is offline."""
+    sim_args = ("--host-offline", "pve1")
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.sim2 = simtest.Sim(*SIM_FAST, fast=False, templates=("k3s:9000@edge1",
+                                                                  "k3s:9001@edge2"),
+                               hosts="edge1,edge2")
+        # The second simulator calls itself "lab" too: rename its region.
+        with open(cls.sim.cfg) as f:
+            one = f.read()
+        with open(cls.sim2.cfg) as f:
+            two = f.read().replace('region: "lab"', 'region: "dc2"')
+        cls.both = os.path.join(cls.dir, "both.yaml")
+        with open(cls.both, "w") as f:
+            f.write(one.rstrip("\n") + "\n" + two.split("clusters:", 1)[1].lstrip("\n"))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sim2.close()
+        super().tearDownClass()
+
+    def tearDown(self):
+        super().tearDown()
+        self.check_requests(self.sim2)
+
+    def test_two_regions(self):
+        ev = self.drive(nodeclass(), "refresh", "types",
+                        "create:count=1,prefix=east,region=dc2",
+                        "create:count=2,prefix=west,region=lab", "list", "delete",
+                        config=self.both)
+        t = self.of(ev, "types")[0]["types"][0]
+        zones = sorted((o["region"], o["zone"]) for o in t["offerings"])
+        # pve1 is offline: never offered, never used.
+        self.assertEqual(zones, [("dc2", "edge1"), ("dc2", "edge2"), ("lab", "pve2"),
+                                 ("lab", "pve3")])
+        created = self.of(ev, "create")
+        self.assertTrue(all(c["status"] == 0 for c in created), created)
+        east = [c for c in created if c["nodeclaim"].startswith("east")]
+        west = [c for c in created if c["nodeclaim"].startswith("west")]
+        self.assertTrue(east[0]["providerID"].startswith("proxmox://dc2/"))
+        self.assertIn(east[0]["zone"], ("edge1", "edge2"))
+        self.assertEqual(sorted(c["zone"] for c in west), ["pve2", "pve3"])  # spread
+        lst = self.of(ev, "list")[0]
+        self.assertEqual(lst["status"], 0)
+        self.assertEqual(sorted(i["region"] for i in lst["instances"]), ["dc2", "lab", "lab"])
+        self.assertTrue(all(d["errname"] == "ENOTFOUND" for d in self.of(ev, "delete")))
+        self.assert_clean()
+        self.assertEqual([v for v in self.sim2.ctl("GET", "/vms") if not v.get("template")],
+                         [])
 
 
 # -------------------------------------------------------------------------------
