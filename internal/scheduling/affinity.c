@@ -34,11 +34,13 @@ void sched_topology_mask(struct sched_solver *s, struct sched_group *g,
     size_t w;
     if (t->hostname) {
       switch (ru->type) {
-      case TG_SPREAD:
-        if (ru->self)
-          for (w = 0; w < nw; w++)
-            mask[w] &= ~t->atmax[w];
+      case TG_SPREAD: {
+        /* count + self must stay within maxSkew (the minimum is 0) */
+        const uint64_t *full = ru->self ? t->atmax : t->over;
+        for (w = 0; w < nw; w++)
+          mask[w] &= ~full[w];
         break;
+      }
       case TG_AFFINITY:
         if (!(ru->self && t->total == 0))
           for (w = 0; w < nw; w++)

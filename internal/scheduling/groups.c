@@ -479,67 +479,24 @@ int sched_groups_setup(struct sched_solver *s)
                    0, 0, SCHED_NONE, bp->anti_affinity[k].selector, ns,
                    &bp->anti_affinity[k]);
   }
-  /* who selects whom: a selector with matchLabels can only select pods
-   * carrying its first pair, so index the topology groups by it */
+  /* who selects whom, through the index of selectors by first label */
+  sched_tg_index_build(s);
   {
-    struct sched_map byfirst; /* (key, value) -> chain head + 1 */
-    uint32_t *chain = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
-    uint32_t *always = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
     uint32_t *fwd = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
     uint32_t *inv = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
-    uint32_t nalways = 0;
-    sched_map_init(&byfirst);
-    for (uint32_t t = 0; t < s->ntgs; t++) {
-      const struct carp_sched_selector *sel = s->tgs[t].sel;
-      uint64_t key, v;
-      if (!sel)
-        continue; /* a nil selector matches nothing */
-      if (!sel->nmatch_labels) {
-        always[nalways++] = t;
-        continue;
-      }
-      key = (uint64_t)sched_intern(&s->rc.in, sel->match_labels[0].key) << 32 |
-            sched_intern(&s->rc.in, sel->match_labels[0].value);
-      chain[t] = sched_map_get(&byfirst, key, &v) ? (uint32_t)v : 0;
-      sched_map_put(&byfirst, key, t + 1);
-    }
     for (uint32_t gi = 0; gi < s->ngroups; gi++) {
       struct sched_group *g = &s->groups[gi];
       const struct carp_sched_pod *pod = &p->pods[g->rep];
       uint32_t nf = 0, ni = 0;
-      for (size_t k = 0; k <= pod->nlabels; k++) {
-        uint32_t next = 0, i = 0;
-        uint64_t v;
-        if (k < pod->nlabels) {
-          const struct carp_sched_label *l = &pod->labels[k];
-          if (!l->key ||
-              !sched_map_get(&byfirst,
-                             (uint64_t)sched_intern(&s->rc.in, l->key) << 32 |
-                                 sched_intern(&s->rc.in, l->value),
-                             &v))
-            continue;
-          next = (uint32_t)v;
-        }
-        for (;;) {
-          uint32_t t;
-          if (k < pod->nlabels) {
-            if (!next)
-              break;
-            t = next - 1;
-            next = chain[t];
-          } else {
-            if (i >= nalways)
-              break;
-            t = always[i++];
-          }
-          if (!sched_tg_selects(s, &s->tgs[t], g->ns, pod->labels,
-                                pod->nlabels))
-            continue;
-          if (s->tgs[t].type == TG_INVERSE)
-            inv[ni++] = t;
-          else
-            fwd[nf++] = t;
-        }
+      size_t nc = sched_tg_candidates(s, pod->labels, pod->nlabels);
+      for (size_t c = 0; c < nc; c++) {
+        uint32_t t = s->tgcand[c];
+        if (!sched_tg_selects(s, &s->tgs[t], g->ns, pod->labels, pod->nlabels))
+          continue;
+        if (s->tgs[t].type == TG_INVERSE)
+          inv[ni++] = t;
+        else
+          fwd[nf++] = t;
       }
       g->sel_by = sched_memdup(&s->arena, fwd, (nf + 1) * sizeof(uint32_t));
       g->nsel_by = nf;
@@ -560,9 +517,6 @@ int sched_groups_setup(struct sched_solver *s)
       g->allow = sched_alloc(&s->arena,
                              (g->nown + g->ninv_by + 1) * sizeof(*g->allow));
     }
-    sched_map_free(&byfirst);
-    carp_free(chain);
-    carp_free(always);
     carp_free(fwd);
     carp_free(inv);
   }

@@ -323,6 +323,7 @@ struct sched_tg {
   uint32_t next;   /* next TG with the same hash */
   uint64_t *occ;   /* hostname: bins with count > 0 */
   uint64_t *atmax; /* hostname spread: bins with count >= max_skew */
+  uint64_t *over;  /* hostname spread: bins with count > max_skew */
   uint64_t *owned; /* hostname spread: bins hosting one of its owners */
 };
 
@@ -441,6 +442,9 @@ struct sched_solver {
   struct sched_tg *tgs;
   uint32_t ntgs, captgs;
   struct sched_map tg_by_hash;
+  struct sched_map tgidx; /* first matchLabel pair -> chain head + 1 */
+  uint32_t *tgchain, *tgalways, *tgcand;
+  uint32_t ntgalways;
   struct sched_map sel_memo; /* selector-relevant label keys */
   const char *selc_ptr[64];  /* cache: label key pointer -> in sel_memo */
   uint8_t selc_val[64];
@@ -527,6 +531,13 @@ uint32_t sched_tg_get(struct sched_solver *s, uint8_t type, uint32_t key,
                       int32_t max_skew, int32_t min_domains, uint32_t filter,
                       const struct carp_sched_selector *sel, uint32_t podns,
                       const struct carp_sched_pod_term *term);
+/* The index of topology groups by their selector's first label, and the
+ * groups that may select a pod with these labels (into s->tgcand). */
+void sched_tg_index_build(struct sched_solver *s);
+void sched_tg_index_free(struct sched_solver *s);
+size_t sched_tg_candidates(struct sched_solver *s,
+                           const struct carp_sched_label *labels,
+                           size_t nlabels);
 int sched_tg_selects(const struct sched_solver *s, const struct sched_tg *tg,
                      uint32_t ns, const struct carp_sched_label *labels,
                      size_t nlabels);

@@ -403,6 +403,7 @@ static int validate(const struct carp_sched_problem *p)
 static void solver_free(struct sched_solver *s)
 {
   sched_bins_free(s); /* first: registered bitsets live in other structs */
+  sched_tg_index_free(s);
   carp_free(s->groups);
   for (uint32_t i = 0; i < s->ntgs; i++)
     if (s->tgs[i].hostname)

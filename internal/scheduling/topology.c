@@ -367,6 +367,8 @@ static void tg_count(struct sched_solver *s, struct sched_tg *t, uint32_t bi,
       bs_set(t->occ, bi);
     if (t->atmax && t->cnt[bi] >= t->max_skew)
       bs_set(t->atmax, bi);
+    if (t->over && t->cnt[bi] > t->max_skew)
+      bs_set(t->over, bi);
     return;
   }
   if (b->dom[t->dkey] >= 0) {
@@ -405,12 +407,70 @@ void sched_record(struct sched_solver *s, struct sched_group *g, uint32_t bi,
     tg_count(s, &s->tgs[g->inv_own[i]], bi, (int32_t)n);
 }
 
+/* A selector with matchLabels can only select pods carrying its first
+ * pair: index the topology groups by it, so matching a pod (or each of a
+ * large cluster's running pods) looks at a handful of groups, not all. */
+void sched_tg_index_build(struct sched_solver *s)
+{
+  sched_map_init(&s->tgidx);
+  s->tgchain = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
+  s->tgalways = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
+  s->tgcand = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
+  s->ntgalways = 0;
+  for (uint32_t t = 0; t < s->ntgs; t++) {
+    const struct carp_sched_selector *sel = s->tgs[t].sel;
+    uint64_t key, v;
+    if (!sel)
+      continue; /* a nil selector matches nothing */
+    if (!sel->nmatch_labels) {
+      s->tgalways[s->ntgalways++] = t;
+      continue;
+    }
+    key = (uint64_t)sched_intern(&s->rc.in, sel->match_labels[0].key) << 32 |
+          sched_intern(&s->rc.in, sel->match_labels[0].value);
+    s->tgchain[t] = sched_map_get(&s->tgidx, key, &v) ? (uint32_t)v : 0;
+    sched_map_put(&s->tgidx, key, t + 1);
+  }
+}
+
+void sched_tg_index_free(struct sched_solver *s)
+{
+  sched_map_free(&s->tgidx);
+  carp_free(s->tgchain);
+  carp_free(s->tgalways);
+  carp_free(s->tgcand);
+  s->tgchain = s->tgalways = s->tgcand = NULL;
+}
+
+size_t sched_tg_candidates(struct sched_solver *s,
+                           const struct carp_sched_label *labels,
+                           size_t nlabels)
+{
+  size_t n = 0;
+  for (size_t k = 0; k < nlabels; k++) {
+    uint64_t v;
+    if (!labels[k].key ||
+        !sched_map_get(&s->tgidx,
+                       (uint64_t)sched_intern(&s->rc.in, labels[k].key) << 32 |
+                           sched_intern(&s->rc.in, labels[k].value),
+                       &v))
+      continue;
+    for (uint32_t next = (uint32_t)v; next && n < s->ntgs;
+         next = s->tgchain[next - 1])
+      s->tgcand[n++] = next - 1;
+  }
+  for (uint32_t i = 0; i < s->ntgalways && n < s->ntgs; i++)
+    s->tgcand[n++] = s->tgalways[i];
+  return n;
+}
+
 void sched_record_bound(struct sched_solver *s,
                         const struct carp_sched_bound_pod *bp, uint32_t bi)
 {
   uint32_t ns = sched_intern(&s->rc.in, bp->namespace_);
-  for (uint32_t i = 0; i < s->ntgs; i++) {
-    struct sched_tg *t = &s->tgs[i];
+  size_t nc = sched_tg_candidates(s, bp->labels, bp->nlabels);
+  for (size_t c = 0; c < nc; c++) {
+    struct sched_tg *t = &s->tgs[s->tgcand[c]];
     if (t->type == TG_INVERSE)
       continue;
     if (!sched_tg_selects(s, t, ns, bp->labels, bp->nlabels))
@@ -545,6 +605,7 @@ int sched_topology_setup(struct sched_solver *s)
       sched_breg(s, &t->occ);
       if (t->type == TG_SPREAD) {
         sched_breg(s, &t->atmax);
+        sched_breg(s, &t->over);
         sched_breg(s, &t->owned);
       }
     } else {
