@@ -111,6 +111,9 @@ static void test_config_errors(void **state)
   expect_error("clusters:\n- region: lab\n  url: ftp://h\n  tokenID: a@b!c\n"
                "  tokenSecret: hunter2\n",
                "pve.yaml:3:8", "url: must start with https://");
+  expect_error("clusters:\n- region: lab\n  url: http://h:8006\n  tokenID: a@b!c\n"
+               "  tokenSecret: hunter2\n",
+               "pve.yaml:3:8", "url: must start with https://");
   expect_error("clusters:\n- region: lab\n  url: https://h\n  tokenID: root\n"
                "  tokenSecret: hunter2\n",
                "pve.yaml:4:", "user@realm!tokenname");

@@ -182,7 +182,8 @@ static int parse_cluster(const struct carp_yaml_doc *doc,
                 region);
   if (!url)
     return fail(err, doc, m, "clusters[%zu]: url is required", idx);
-  if (strncmp(url, "https://", 8) != 0 && strncmp(url, "http://", 7) != 0)
+  /* Never plain http: the token would travel in clear. */
+  if (strncmp(url, "https://", 8) != 0)
     return fail(err, doc, carp_yaml_get(m, "url"),
                 "url: must start with https:// (e.g. "
                 "https://pve1.example.org:8006/api2/json)");
