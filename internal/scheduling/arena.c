@@ -118,6 +118,8 @@ static inline size_t slot_of(uint64_t key, size_t cap)
 int sched_map_get(const struct sched_map *m, uint64_t key, uint64_t *val)
 {
   size_t i;
+  if (key == EMPTY)
+    key--; /* the one reserved key aliases its neighbour */
   if (!m->cap)
     return 0;
   i = slot_of(key, m->cap);
@@ -158,6 +160,8 @@ static void map_grow(struct sched_map *m)
 void sched_map_put(struct sched_map *m, uint64_t key, uint64_t val)
 {
   size_t i;
+  if (key == EMPTY)
+    key--;
   if ((m->len + 1) * 4 >= m->cap * 3)
     map_grow(m);
   i = slot_of(key, m->cap);

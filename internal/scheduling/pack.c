@@ -68,7 +68,7 @@ static struct sched_group *leader(struct packer *P, struct pclass *c)
 static const uint8_t *compat_of(struct packer *P, const struct sched_bin *b)
 {
   struct sched_solver *s = P->s;
-  uint64_t key = ((uint64_t)b->rset << 24) ^ b->taintset, v;
+  uint64_t key = ((uint64_t)b->rset << 32) | b->taintset, v;
   uint8_t *ok;
   if (sched_map_get(&P->compat, key, &v))
     return (const uint8_t *)(uintptr_t)v;

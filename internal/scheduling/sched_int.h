@@ -37,7 +37,9 @@ void *sched_zalloc(struct sched_arena *a, size_t n);
 char *sched_strdup(struct sched_arena *a, const char *s);
 void *sched_memdup(struct sched_arena *a, const void *p, size_t n);
 
-/* uint64 -> uint64 open-addressing map; the key UINT64_MAX is reserved. */
+/* uint64 -> uint64 open-addressing map. UINT64_MAX marks empty slots and
+ * is stored as UINT64_MAX - 1: maps keyed by hashes check equality anyway,
+ * and maps keyed by ids never reach it. */
 struct sched_map {
   uint64_t *keys;
   uint64_t *vals;
