@@ -315,6 +315,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         sim = self.sim
         if len(path) > 1 and path.endswith("/") and not path.startswith("/_sim"):
             path = path.rstrip("/") or "/"
+        ri = parse_request_info(method, path, self.query)
+        self.ri = ri
         user = self._auth()
         if user is None:
             if path in NON_RESOURCE_NO_AUTH or path.startswith(("/healthz/", "/livez/", "/readyz/")):
@@ -325,8 +327,6 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.groups = user[1]
         if path.startswith("/_sim/") or path == "/_sim":
             return self._control(method, path, body)
-        ri = parse_request_info(method, path, self.query)
-        self.ri = ri
         if ri.is_resource:
             return self._resource(method, ri, body)
         return self._non_resource(method, path)

@@ -23,7 +23,10 @@ KUBE_SIM = os.path.join(ROOT, "hack", "kube-sim")
 KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
 CURL = shutil.which("curl") or "/usr/bin/curl"
 TESTDATA = os.path.join(HERE, "testdata")
-RECORDINGS = os.environ.get("KUBE_RECORDINGS") or os.path.abspath(os.path.join(ROOT, "..", "shared", "kube"))
+# the recordings of a real kube-apiserver: ../shared/kube when present, else the copy kept here
+_SHARED = os.path.abspath(os.path.join(ROOT, "..", "shared", "kube"))
+RECORDINGS = os.environ.get("KUBE_RECORDINGS") or (_SHARED if os.path.isdir(_SHARED)
+                                                    else os.path.join(HERE, "recordings"))
 sys.path.insert(0, os.path.join(ROOT, "hack"))
 
 
