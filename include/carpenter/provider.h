@@ -67,8 +67,8 @@ struct carp_nodeclass;
 
 /* A failed call: the code, the condition reason and a human message. */
 struct carp_provider_error {
-  int code;         /* 0 or negative */
-  char reason[40];  /* CamelCase; "" when code is 0 */
+  int code;        /* 0 or negative */
+  char reason[40]; /* CamelCase; "" when code is 0 */
   char message[512];
 };
 
@@ -78,14 +78,14 @@ struct carp_provider_instance {
   char region[64];
   char zone[64]; /* the Proxmox host */
   int64_t vmid;
-  char name[128];          /* VM name = NodeClaim name */
-  char status[16];         /* running, stopped, unknown */
-  char instance_type[96];  /* "" when unknown (list/get of a bare VM) */
+  char name[128];         /* VM name = NodeClaim name */
+  char status[16];        /* running, stopped, unknown */
+  char instance_type[96]; /* "" when unknown (list/get of a bare VM) */
   char family[24];
-  int32_t cpu;             /* vCPUs */
-  int64_t memory;          /* VM memory, bytes */
-  char capacity_type[16];  /* "on-demand" */
-  char image_id[96];       /* "<region>/<template vmid>", "" when unknown */
+  int32_t cpu;            /* vCPUs */
+  int64_t memory;         /* VM memory, bytes */
+  char capacity_type[16]; /* "on-demand" */
+  char image_id[96];      /* "<region>/<template vmid>", "" when unknown */
   /* From the VM's description ("" when absent). */
   char nodeclaim[128];
   char nodeclaim_uid[64];
@@ -150,12 +150,12 @@ typedef void (*carp_provider_reserved_cb)(void *token, int status);
  * resourceVersion precondition) and calls done(token, 0) when it is
  * stored. May be called again for the same NodeClaim when the VMID turned
  * out to be taken. r's strings are valid only during the call. */
-typedef void (*carp_provider_reserve_fn)(const struct carp_nodeclaim *nc,
-                                         const struct carp_provider_reservation *r,
-                                         carp_provider_reserved_cb done,
-                                         void *token, void *arg);
+typedef void (*carp_provider_reserve_fn)(
+    const struct carp_nodeclaim *nc, const struct carp_provider_reservation *r,
+    carp_provider_reserved_cb done, void *token, void *arg);
 
-/* --- requests -------------------------------------------------------------- */
+/* --- requests --------------------------------------------------------------
+ */
 
 struct carp_provider_create_req {
   const char *controller; /* metric label; NULL: "" */
@@ -185,10 +185,9 @@ struct carp_provider_delete_req {
 struct carp_provider;
 struct carp_provider_op; /* a pending asynchronous call */
 
-typedef void (*carp_provider_create_cb)(int status,
-                                        const struct carp_provider_instance *inst,
-                                        const struct carp_provider_error *err,
-                                        void *arg);
+typedef void (*carp_provider_create_cb)(
+    int status, const struct carp_provider_instance *inst,
+    const struct carp_provider_error *err, void *arg);
 /* Delete: 0 = the VM was deleted by this call, CARP_ENOTFOUND = it is
  * gone (the lifecycle controller repeats delete until it sees this). */
 typedef void (*carp_provider_done_cb)(int status,
@@ -207,7 +206,8 @@ typedef void (*carp_provider_list_cb)(int status,
                                       const struct carp_provider_error *err,
                                       void *arg);
 
-/* --- the vtable -------------------------------------------------------------- */
+/* --- the vtable --------------------------------------------------------------
+ */
 
 struct carp_provider_ops {
   const char *name; /* provider label: "proxmox", "fake" */
@@ -215,8 +215,10 @@ struct carp_provider_ops {
                 const struct carp_provider_create_req *req,
                 carp_provider_create_cb cb, void *arg,
                 struct carp_provider_op **out);
-  int (*del)(struct carp_provider *p, const struct carp_provider_delete_req *req,
-             carp_provider_done_cb cb, void *arg, struct carp_provider_op **out);
+  int (*del)(struct carp_provider *p,
+             const struct carp_provider_delete_req *req,
+             carp_provider_done_cb cb, void *arg,
+             struct carp_provider_op **out);
   int (*get)(struct carp_provider *p, const char *provider_id,
              carp_provider_get_cb cb, void *arg, struct carp_provider_op **out);
   int (*list)(struct carp_provider *p, carp_provider_list_cb cb, void *arg,
@@ -244,7 +246,8 @@ struct carp_provider {
 
 /* Registers karpenter_cloudprovider_duration_seconds and
  * karpenter_cloudprovider_errors_total in reg and uses them from now on. */
-void carp_provider_set_metrics(struct carp_provider *p, struct carp_metrics *reg);
+void carp_provider_set_metrics(struct carp_provider *p,
+                               struct carp_metrics *reg);
 
 int carp_provider_create(struct carp_provider *p,
                          const struct carp_provider_create_req *req,
@@ -260,7 +263,8 @@ int carp_provider_get(struct carp_provider *p, const char *controller,
 int carp_provider_list(struct carp_provider *p, const char *controller,
                        carp_provider_list_cb cb, void *arg,
                        struct carp_provider_op **out);
-int carp_provider_instance_types(struct carp_provider *p, const char *controller,
+int carp_provider_instance_types(struct carp_provider *p,
+                                 const char *controller,
                                  const struct carp_nodeclass *nc,
                                  struct carp_provider_instance_types *out);
 int carp_provider_is_drifted(struct carp_provider *p, const char *controller,
@@ -273,7 +277,8 @@ void carp_provider_close(struct carp_provider *p, void (*cb)(void *arg),
                          void *arg);
 const char *carp_provider_name(const struct carp_provider *p);
 
-/* --- helpers ------------------------------------------------------------------ */
+/* --- helpers
+ * ------------------------------------------------------------------ */
 
 /* Whether err is worth retrying unchanged (network, timeouts, 5xx, locks,
  * conflicts). */
@@ -303,7 +308,8 @@ int carp_provider_vm_annotation_parse(const char *value, char *region,
 int carp_requirements_allow(const struct carp_requirement *reqs, size_t n,
                             const char *key, const char *value);
 
-/* --- the fake provider (internal/provider/fake) ------------------------------ */
+/* --- the fake provider (internal/provider/fake) ------------------------------
+ */
 
 /* An in-memory provider for controller tests, in the spirit of Karpenter's
  * KWOK/fake providers. create honours the reserve hook and the NodeClaim's
@@ -317,13 +323,13 @@ struct carp_fake_instance_type {
 };
 
 struct carp_fake_provider_options {
-  const char *region;          /* default "fake" */
-  const char *const *zones;    /* NULL-terminated; default {"zone-a"} */
+  const char *region;       /* default "fake" */
+  const char *const *zones; /* NULL-terminated; default {"zone-a"} */
   const struct carp_fake_instance_type *types; /* NULL: a small grid */
   size_t ntypes;
-  int64_t host_cpus;           /* per zone; 0: unlimited */
-  int64_t host_memory;         /* bytes per zone; 0: unlimited */
-  uint64_t create_delay_ms;    /* each async call takes this long */
+  int64_t host_cpus;        /* per zone; 0: unlimited */
+  int64_t host_memory;      /* bytes per zone; 0: unlimited */
+  uint64_t create_delay_ms; /* each async call takes this long */
   uint64_t delete_delay_ms;
   uint64_t get_delay_ms;
 };
@@ -334,8 +340,8 @@ int carp_fake_provider_new(uv_loop_t *loop,
 
 /* Fault injection: the next n calls of a method ("create", "delete",
  * "get", "list") fail with err (reason used by create). */
-void carp_fake_provider_fail(struct carp_provider *p, const char *method,
-                             int n, int err, const char *reason);
+void carp_fake_provider_fail(struct carp_provider *p, const char *method, int n,
+                             int err, const char *reason);
 /* Capacity of a zone (vCPUs, bytes); 0 = unlimited. */
 void carp_fake_provider_set_capacity(struct carp_provider *p, const char *zone,
                                      int64_t cpus, int64_t memory);
@@ -349,9 +355,8 @@ void carp_fake_provider_set_drift(struct carp_provider *p,
 /* Adds a VM as if created outside the controller (orphan for GC tests);
  * returns its providerID in out. */
 int carp_fake_provider_add_instance(struct carp_provider *p, const char *name,
-                                    const char *nodeclaim_uid,
-                                    const char *type, const char *zone,
-                                    char *out, size_t size);
+                                    const char *nodeclaim_uid, const char *type,
+                                    const char *zone, char *out, size_t size);
 /* Number of instances, and calls per method so far. */
 size_t carp_fake_provider_count(struct carp_provider *p);
 size_t carp_fake_provider_calls(struct carp_provider *p, const char *method);

@@ -20,7 +20,8 @@
 #include "carpenter/buf.h"
 #include "carpenter/provider.h"
 
-/* --- --pve-config ---------------------------------------------------------- */
+/* --- --pve-config ----------------------------------------------------------
+ */
 
 struct carp_pve_cluster_config {
   char *region;       /* label-value syntax, unique */
@@ -50,7 +51,8 @@ int carp_pve_config_parse(const char *text, size_t len, const char *source,
                           struct carp_pve_config *out, char **err);
 void carp_pve_config_free(struct carp_pve_config *c);
 
-/* --- form encoding ----------------------------------------------------------- */
+/* --- form encoding -----------------------------------------------------------
+ */
 
 /* key=value pairs, every key and value percent-encoded. */
 struct carp_pve_form {
@@ -62,14 +64,16 @@ void carp_pve_form_free(struct carp_pve_form *f);
 int carp_pve_form_add(struct carp_pve_form *f, const char *key,
                       const char *value);
 int carp_pve_form_addf(struct carp_pve_form *f, const char *key,
-                       const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+                       const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 int carp_pve_form_add_int(struct carp_pve_form *f, const char *key, int64_t v);
 /* sshkeys: the keys joined with '\n', percent-encoded strictly (the
  * 'urlencoded' format), then form-encoded like any value. */
 int carp_pve_form_add_sshkeys(struct carp_pve_form *f, const char *const *keys,
                               size_t n);
 
-/* --- the client ---------------------------------------------------------------- */
+/* --- the client
+ * ---------------------------------------------------------------- */
 
 struct carp_pve_client;
 struct carp_pve_call;
@@ -92,15 +96,16 @@ struct carp_pve_result {
 typedef void (*carp_pve_cb)(const struct carp_pve_result *r, void *arg);
 
 struct carp_pve_client_options {
-  uint64_t timeout_ms;        /* per request; 0: 30 s */
+  uint64_t timeout_ms;         /* per request; 0: 30 s */
   uint64_t connect_timeout_ms; /* 0: 10 s */
-  const char *user_agent;     /* NULL: carpenter/<version> */
+  const char *user_agent;      /* NULL: carpenter/<version> */
 };
 
 /* One client per cluster: own connection cache and TLS settings
  * (fingerprint pinning, CA file, or insecure). Errors: CARP_EINVAL
  * (malformed fingerprint), -errno (unreadable CA file). */
-int carp_pve_client_new(uv_loop_t *loop, const struct carp_pve_cluster_config *cfg,
+int carp_pve_client_new(uv_loop_t *loop,
+                        const struct carp_pve_cluster_config *cfg,
                         const struct carp_pve_client_options *opts,
                         struct carp_pve_client **out);
 /* Cancels every call (CARP_ECANCELED) and frees the client; cb runs once
@@ -126,7 +131,8 @@ int carp_pve_upload_start(struct carp_pve_client *c, const char *path,
                           const char *const *fields, size_t nfields,
                           const char *file_field, const char *filename,
                           const void *data, size_t len, uint64_t timeout_ms,
-                          carp_pve_cb cb, void *arg, struct carp_pve_call **out);
+                          carp_pve_cb cb, void *arg,
+                          struct carp_pve_call **out);
 /* The callback then runs with CARP_ECANCELED (unless already running). */
 void carp_pve_call_cancel(struct carp_pve_call *call);
 
@@ -136,7 +142,8 @@ void carp_pve_call_cancel(struct carp_pve_call *call);
  * CARP_EAGAIN, "no quorum" CARP_EUNAVAIL; otherwise fallback. */
 int carp_pve_classify(const char *text, int fallback);
 
-/* --- tasks -------------------------------------------------------------------- */
+/* --- tasks
+ * -------------------------------------------------------------------- */
 
 struct carp_pve_upid {
   char node[64];
@@ -163,10 +170,10 @@ struct carp_pve_task_wait;
 typedef void (*carp_pve_task_cb)(int err, const char *message, void *arg);
 
 struct carp_pve_task_options {
-  uint64_t timeout_ms;    /* deadline; 0: 5 min */
-  uint64_t first_ms;      /* first poll; 0: 250 ms */
-  uint64_t max_delay_ms;  /* poll backoff cap; 0: 2 s */
-  int stop_on_timeout;    /* DELETE the task at the deadline */
+  uint64_t timeout_ms;   /* deadline; 0: 5 min */
+  uint64_t first_ms;     /* first poll; 0: 250 ms */
+  uint64_t max_delay_ms; /* poll backoff cap; 0: 2 s */
+  int stop_on_timeout;   /* DELETE the task at the deadline */
 };
 
 /* Polls GET /nodes/{node of the UPID}/tasks/{upid}/status with backoff
@@ -178,7 +185,8 @@ int carp_pve_task_wait_start(struct carp_pve_client *c, const char *upid,
                              struct carp_pve_task_wait **out);
 void carp_pve_task_wait_cancel(struct carp_pve_task_wait *w);
 
-/* --- NoCloud seed image and user-data ----------------------------------------- */
+/* --- NoCloud seed image and user-data
+ * ----------------------------------------- */
 
 struct carp_iso_file {
   const char *name; /* long name: "user-data" */
@@ -204,23 +212,24 @@ int carp_userdata_render(const char *tmpl, size_t len,
                          const struct carp_userdata_var *vars, size_t nvars,
                          struct carp_buf *out, char **err);
 
-/* --- the Proxmox provider --------------------------------------------------- */
+/* --- the Proxmox provider ---------------------------------------------------
+ */
 
 struct carp_pve_provider_options {
   const struct carp_pve_config *config; /* copied */
-  const char *cluster_name;       /* --cluster-name; NULL: "kubernetes" */
-  uint64_t refresh_interval_ms;   /* host capacity refresh; 0: 30 s */
-  uint64_t ice_ttl_ms;            /* insufficient-capacity cache; 0: 3 min */
-  uint64_t vmid_reuse_ms;         /* skip recently used VMIDs; 0: 5 min */
-  uint64_t request_timeout_ms;    /* 0: 30 s */
-  uint64_t clone_timeout_ms;      /* 0: 5 min */
-  uint64_t start_timeout_ms;      /* 0: 2 min */
-  uint64_t stop_timeout_ms;       /* 0: 2 min */
-  uint64_t delete_timeout_ms;     /* 0: 5 min */
-  uint64_t config_timeout_ms;     /* config, resize, upload tasks; 0: 2 min */
-  uint64_t task_poll_first_ms;    /* 0: 250 ms */
-  uint64_t task_poll_max_ms;      /* 0: 2 s */
-  struct carp_metrics *metrics;   /* optional */
+  const char *cluster_name;             /* --cluster-name; NULL: "kubernetes" */
+  uint64_t refresh_interval_ms;         /* host capacity refresh; 0: 30 s */
+  uint64_t ice_ttl_ms;          /* insufficient-capacity cache; 0: 3 min */
+  uint64_t vmid_reuse_ms;       /* skip recently used VMIDs; 0: 5 min */
+  uint64_t request_timeout_ms;  /* 0: 30 s */
+  uint64_t clone_timeout_ms;    /* 0: 5 min */
+  uint64_t start_timeout_ms;    /* 0: 2 min */
+  uint64_t stop_timeout_ms;     /* 0: 2 min */
+  uint64_t delete_timeout_ms;   /* 0: 5 min */
+  uint64_t config_timeout_ms;   /* config, resize, upload tasks; 0: 2 min */
+  uint64_t task_poll_first_ms;  /* 0: 250 ms */
+  uint64_t task_poll_max_ms;    /* 0: 2 s */
+  struct carp_metrics *metrics; /* optional */
 };
 
 /* Starts the provider: one client per configured cluster, a first refresh

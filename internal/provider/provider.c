@@ -37,7 +37,8 @@ struct call {
   void *arg;
 };
 
-void carp_provider_set_metrics(struct carp_provider *p, struct carp_metrics *reg)
+void carp_provider_set_metrics(struct carp_provider *p,
+                               struct carp_metrics *reg)
 {
   if (!p || !reg)
     return;
@@ -59,8 +60,8 @@ static void record(struct carp_provider *p, const char *controller,
   const char *name = carp_provider_name(p);
   if (p->m_duration) {
     double secs = (double)(carp_time_mono_ms() - start_ms) / 1000.0;
-    carp_metric_observe(p->m_duration,
-                        CARP_VALUES(controller, method, name), secs);
+    carp_metric_observe(p->m_duration, CARP_VALUES(controller, method, name),
+                        secs);
   }
   if (status != 0 && status != CARP_ECANCELED && p->m_errors)
     carp_metric_add(p->m_errors,
@@ -193,7 +194,8 @@ int carp_provider_list(struct carp_provider *p, const char *controller,
   return rc;
 }
 
-int carp_provider_instance_types(struct carp_provider *p, const char *controller,
+int carp_provider_instance_types(struct carp_provider *p,
+                                 const char *controller,
                                  const struct carp_nodeclass *nc,
                                  struct carp_provider_instance_types *out)
 {

@@ -23,7 +23,8 @@
 #include "carpenter/object.h"
 #include "carpenter/provider.h"
 
-/* --- helpers ------------------------------------------------------------------ */
+/* --- helpers
+ * ------------------------------------------------------------------ */
 
 static struct carp_nodeclaim *claim(const char *name, const char *uid,
                                     const char *annotation, const char *reqs)
@@ -32,14 +33,16 @@ static struct carp_nodeclaim *claim(const char *name, const char *uid,
   yajl_val v;
   struct carp_objmeta *m = NULL;
   char *err = NULL;
-  snprintf(text, sizeof(text),
-           "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodeClaim\",\"metadata\":"
-           "{\"name\":\"%s\",\"uid\":\"%s\",\"resourceVersion\":\"1\",\"annotations\":{%s%s%s}},"
-           "\"spec\":{\"nodeClassRef\":{\"group\":\"carpenter.dev\",\"kind\":"
-           "\"ProxmoxNodeClass\",\"name\":\"default\"},\"requirements\":[%s],"
-           "\"resources\":{\"requests\":{\"cpu\":\"500m\"}}}}",
-           name, uid, annotation ? "\"carpenter.dev/vm\":\"" : "",
-           annotation ? annotation : "", annotation ? "\"" : "", reqs ? reqs : "");
+  snprintf(
+      text, sizeof(text),
+      "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodeClaim\",\"metadata\":"
+      "{\"name\":\"%s\",\"uid\":\"%s\",\"resourceVersion\":\"1\","
+      "\"annotations\":{%s%s%s}},"
+      "\"spec\":{\"nodeClassRef\":{\"group\":\"carpenter.dev\",\"kind\":"
+      "\"ProxmoxNodeClass\",\"name\":\"default\"},\"requirements\":[%s],"
+      "\"resources\":{\"requests\":{\"cpu\":\"500m\"}}}}",
+      name, uid, annotation ? "\"carpenter.dev/vm\":\"" : "",
+      annotation ? annotation : "", annotation ? "\"" : "", reqs ? reqs : "");
   assert_int_equal(carp_json_parse(text, strlen(text), &v, &err), 0);
   assert_int_equal(carp_kind_nodeclaim.decode(v, &m, &err), 0);
   carp_json_free(v);
@@ -66,7 +69,8 @@ static void on_create(int status, const struct carp_provider_instance *inst,
     r->err = *err;
 }
 
-static void on_done(int status, const struct carp_provider_error *err, void *arg)
+static void on_done(int status, const struct carp_provider_error *err,
+                    void *arg)
 {
   struct result *r = arg;
   r->done++;
@@ -75,8 +79,8 @@ static void on_done(int status, const struct carp_provider_error *err, void *arg
     r->err = *err;
 }
 
-static void on_list(int status, const struct carp_provider_instance *v, size_t n,
-                    const struct carp_provider_error *err, void *arg)
+static void on_list(int status, const struct carp_provider_instance *v,
+                    size_t n, const struct carp_provider_error *err, void *arg)
 {
   struct result *r = arg;
   (void)err;
@@ -96,7 +100,8 @@ struct reserve_log {
   void *token;
 };
 
-static void reserve(const struct carp_nodeclaim *nc, const struct carp_provider_reservation *r,
+static void reserve(const struct carp_nodeclaim *nc,
+                    const struct carp_provider_reservation *r,
                     carp_provider_reserved_cb done, void *token, void *arg)
 {
   struct reserve_log *l = arg;
@@ -138,7 +143,8 @@ static void close_all(uv_loop_t *loop, struct carp_provider *p)
   assert_int_equal(uv_loop_close(loop), 0);
 }
 
-/* --- the wrapper and helpers -------------------------------------------------- */
+/* --- the wrapper and helpers
+ * -------------------------------------------------- */
 
 static void test_ids(void **state)
 {
@@ -146,32 +152,38 @@ static void test_ids(void **state)
   int64_t vmid;
   char out[128];
   (void)state;
-  assert_int_equal(carp_provider_id_parse("proxmox://lab/20017", region, sizeof(region),
-                                          &vmid),
+  assert_int_equal(carp_provider_id_parse("proxmox://lab/20017", region,
+                                          sizeof(region), &vmid),
                    0);
   assert_string_equal(region, "lab");
   assert_int_equal(vmid, 20017);
-  assert_int_equal(carp_provider_id_parse("proxmox://lab/99", region, sizeof(region), &vmid),
-                   CARP_EINVAL);
-  assert_int_equal(carp_provider_id_parse("proxmox:///100", region, sizeof(region), &vmid),
-                   CARP_EINVAL);
-  assert_int_equal(carp_provider_id_parse("kwok://x", region, sizeof(region), &vmid),
-                   CARP_EINVAL);
-  assert_int_equal(carp_provider_id_parse("proxmox://a/b/100", region, sizeof(region),
-                                          &vmid),
+  assert_int_equal(
+      carp_provider_id_parse("proxmox://lab/99", region, sizeof(region), &vmid),
+      CARP_EINVAL);
+  assert_int_equal(
+      carp_provider_id_parse("proxmox:///100", region, sizeof(region), &vmid),
+      CARP_EINVAL);
+  assert_int_equal(
+      carp_provider_id_parse("kwok://x", region, sizeof(region), &vmid),
+      CARP_EINVAL);
+  assert_int_equal(carp_provider_id_parse("proxmox://a/b/100", region,
+                                          sizeof(region), &vmid),
                    CARP_EINVAL);
   carp_provider_id_format("homelab", 101, out, sizeof(out));
   assert_string_equal(out, "proxmox://homelab/101");
-  assert_int_equal(carp_provider_vm_annotation_parse("lab/pve2/4242", region, sizeof(region),
-                                                     zone, sizeof(zone), &vmid),
+  assert_int_equal(carp_provider_vm_annotation_parse("lab/pve2/4242", region,
+                                                     sizeof(region), zone,
+                                                     sizeof(zone), &vmid),
                    0);
   assert_string_equal(zone, "pve2");
   assert_int_equal(vmid, 4242);
-  assert_int_equal(carp_provider_vm_annotation_parse("lab/4242", region, sizeof(region),
-                                                     zone, sizeof(zone), &vmid),
+  assert_int_equal(carp_provider_vm_annotation_parse("lab/4242", region,
+                                                     sizeof(region), zone,
+                                                     sizeof(zone), &vmid),
                    CARP_EINVAL);
-  assert_int_equal(carp_provider_vm_annotation_parse("lab//4242", region, sizeof(region),
-                                                     zone, sizeof(zone), &vmid),
+  assert_int_equal(carp_provider_vm_annotation_parse("lab//4242", region,
+                                                     sizeof(region), zone,
+                                                     sizeof(zone), &vmid),
                    CARP_EINVAL);
 }
 
@@ -203,7 +215,8 @@ static void test_error_helpers(void **state)
 {
   struct carp_provider_error e;
   (void)state;
-  assert_string_equal(carp_provider_error_label(CARP_ENOTFOUND), "NodeClaimNotFoundError");
+  assert_string_equal(carp_provider_error_label(CARP_ENOTFOUND),
+                      "NodeClaimNotFoundError");
   assert_string_equal(carp_provider_error_label(CARP_EINSUFFICIENT_CAPACITY),
                       "InsufficientCapacityError");
   assert_string_equal(carp_provider_error_label(CARP_ENODECLASS_NOT_READY),
@@ -214,13 +227,15 @@ static void test_error_helpers(void **state)
   assert_true(carp_provider_error_transient(CARP_EAGAIN));
   assert_false(carp_provider_error_transient(CARP_EINSUFFICIENT_CAPACITY));
   assert_false(carp_provider_error_transient(CARP_EFORBIDDEN));
-  carp_provider_error_set(&e, CARP_ETASK, "CloneFailed", "clone of %d failed", 7);
+  carp_provider_error_set(&e, CARP_ETASK, "CloneFailed", "clone of %d failed",
+                          7);
   assert_int_equal(e.code, CARP_ETASK);
   assert_string_equal(e.reason, "CloneFailed");
   assert_string_equal(e.message, "clone of 7 failed");
 }
 
-/* --- the fake provider -------------------------------------------------------- */
+/* --- the fake provider
+ * -------------------------------------------------------- */
 
 static void test_fake_lifecycle(void **state)
 {
@@ -229,9 +244,10 @@ static void test_fake_lifecycle(void **state)
   struct carp_metrics *m = carp_metrics_new();
   const char *zones[] = {"zone-a", "zone-b", NULL};
   struct carp_fake_provider_options o = {.zones = zones, .create_delay_ms = 5};
-  struct carp_nodeclaim *c = claim("nc-1", "uid-1", NULL,
-                                   "{\"key\":\"topology.kubernetes.io/zone\","
-                                   "\"operator\":\"In\",\"values\":[\"zone-b\"]}");
+  struct carp_nodeclaim *c =
+      claim("nc-1", "uid-1", NULL,
+            "{\"key\":\"topology.kubernetes.io/zone\","
+            "\"operator\":\"In\",\"values\":[\"zone-b\"]}");
   struct reserve_log rl = {.sync = 1};
   struct result r = {0}, d = {0}, l = {0};
   struct carp_provider_delete_req del;
@@ -258,8 +274,8 @@ static void test_fake_lifecycle(void **state)
   assert_int_equal(l.n, 1);
 
   carp_fake_provider_set_drift(p, "nc-1", CARP_DRIFT_TEMPLATE);
-  assert_int_equal(carp_provider_is_drifted(p, "d", c, (const struct carp_nodeclass *)c,
-                                            &reason),
+  assert_int_equal(carp_provider_is_drifted(
+                       p, "d", c, (const struct carp_nodeclass *)c, &reason),
                    0);
   assert_string_equal(reason, CARP_DRIFT_TEMPLATE);
 
@@ -283,12 +299,15 @@ static void test_fake_lifecycle(void **state)
 
   carp_buf_init(&text, CARP_BUF_UNLIMITED);
   carp_metrics_render(m, &text);
-  assert_non_null(strstr(carp_buf_cstr(&text),
-                         "karpenter_cloudprovider_duration_seconds_count{controller=\"test\","
-                         "method=\"Create\",provider=\"fake\"} 1"));
-  assert_non_null(strstr(carp_buf_cstr(&text),
-                         "karpenter_cloudprovider_errors_total{controller=\"test\","
-                         "method=\"Delete\",provider=\"fake\",error=\"NodeClaimNotFoundError\"} 2"));
+  assert_non_null(strstr(
+      carp_buf_cstr(&text),
+      "karpenter_cloudprovider_duration_seconds_count{controller=\"test\","
+      "method=\"Create\",provider=\"fake\"} 1"));
+  assert_non_null(
+      strstr(carp_buf_cstr(&text),
+             "karpenter_cloudprovider_errors_total{controller=\"test\","
+             "method=\"Delete\",provider=\"fake\",error="
+             "\"NodeClaimNotFoundError\"} 2"));
   carp_buf_free(&text);
   carp_obj_unref(&c->meta);
   close_all(&loop, p);
@@ -333,9 +352,10 @@ static void test_fake_failures(void **state)
   const char *zones[] = {"zone-a", NULL};
   struct carp_fake_provider_options o = {.zones = zones, .host_cpus = 1};
   struct carp_nodeclaim *c = claim("nc-3", "uid-3", NULL, NULL);
-  struct carp_nodeclaim *big = claim("nc-4", "uid-4", NULL,
-                                     "{\"key\":\"node.kubernetes.io/instance-type\","
-                                     "\"operator\":\"In\",\"values\":[\"c1.4VCPU-8GB\"]}");
+  struct carp_nodeclaim *big =
+      claim("nc-4", "uid-4", NULL,
+            "{\"key\":\"node.kubernetes.io/instance-type\","
+            "\"operator\":\"In\",\"values\":[\"c1.4VCPU-8GB\"]}");
   struct reserve_log rl = {.sync = 1};
   struct result r = {0};
   struct carp_provider_op *op = NULL;
@@ -358,8 +378,8 @@ static void test_fake_failures(void **state)
   assert_string_equal(r.err.reason, CARP_REASON_CLONE_FAILED);
   /* ICE on the only zone */
   carp_fake_provider_set_ice(p, "c1.1VCPU-2GB", "zone-a", 1);
-  assert_int_equal(carp_provider_instance_types(p, "prov", (const struct carp_nodeclass *)c,
-                                                &t),
+  assert_int_equal(carp_provider_instance_types(
+                       p, "prov", (const struct carp_nodeclass *)c, &t),
                    0);
   assert_string_equal(t.v[0].name, "c1.1VCPU-2GB");
   assert_int_equal(t.v[0].nofferings, 1);
@@ -403,8 +423,9 @@ static void test_fake_close_pending(void **state)
   (void)state;
   uv_loop_init(&loop);
   assert_int_equal(carp_fake_provider_new(&loop, &o, &p), 0);
-  assert_int_equal(carp_fake_provider_add_instance(p, "orphan", "uid-x", "c1.1VCPU-2GB",
-                                                   NULL, pid, sizeof(pid)),
+  assert_int_equal(carp_fake_provider_add_instance(p, "orphan", "uid-x",
+                                                   "c1.1VCPU-2GB", NULL, pid,
+                                                   sizeof(pid)),
                    0);
   assert_string_equal(pid, "proxmox://fake/1000");
   create(p, c, &rl, &r, NULL);

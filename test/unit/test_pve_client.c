@@ -123,7 +123,8 @@ static int teardown(void **state)
   return 0;
 }
 
-/* --- a call, synchronously for tests ---------------------------------------- */
+/* --- a call, synchronously for tests ----------------------------------------
+ */
 
 struct answer {
   int done;
@@ -161,10 +162,12 @@ static struct carp_pve_client *client(uv_loop_t *loop,
 }
 
 static void call(uv_loop_t *loop, struct carp_pve_client *c, const char *method,
-                 const char *path, const struct carp_pve_form *f, struct answer *a)
+                 const char *path, const struct carp_pve_form *f,
+                 struct answer *a)
 {
   memset(a, 0, sizeof(*a));
-  assert_int_equal(carp_pve_call_start(c, method, path, f, 0, on_answer, a, NULL), 0);
+  assert_int_equal(
+      carp_pve_call_start(c, method, path, f, 0, on_answer, a, NULL), 0);
   assert_int_equal(a->done, 0);
   while (!a->done)
     uv_run(loop, UV_RUN_ONCE);
@@ -183,7 +186,8 @@ static void finish(uv_loop_t *loop, struct carp_pve_client *c)
   assert_int_equal(uv_loop_close(loop), 0);
 }
 
-/* --- tests --------------------------------------------------------------------- */
+/* --- tests
+ * --------------------------------------------------------------------- */
 
 static void test_envelope_and_errors(void **state)
 {
@@ -212,7 +216,9 @@ static void test_envelope_and_errors(void **state)
   carp_pve_form_free(&f);
   assert_int_equal(a.err, CARP_EBADREQUEST);
   assert_int_equal(a.status, 400);
-  assert_non_null(strstr(a.message, "Parameter verification failed: vmid: VM 9000 already exists"));
+  assert_non_null(
+      strstr(a.message,
+             "Parameter verification failed: vmid: VM 9000 already exists"));
   answer_free(&a);
   /* PVE 8: the text only in the reason phrase */
   call(&loop, c8, "GET", "/nodes/pve1/qemu/777/config", NULL, &a);
@@ -275,11 +281,14 @@ static void on_task(int err, const char *msg, void *arg)
   snprintf(t->msg, sizeof(t->msg), "%s", msg);
 }
 
-static void wait_task(uv_loop_t *loop, struct carp_pve_client *c, const char *upid,
-                      uint64_t timeout_ms, struct task_answer *t)
+static void wait_task(uv_loop_t *loop, struct carp_pve_client *c,
+                      const char *upid, uint64_t timeout_ms,
+                      struct task_answer *t)
 {
-  struct carp_pve_task_options o = {.timeout_ms = timeout_ms, .first_ms = 30,
-                                    .max_delay_ms = 100, .stop_on_timeout = 1};
+  struct carp_pve_task_options o = {.timeout_ms = timeout_ms,
+                                    .first_ms = 30,
+                                    .max_delay_ms = 100,
+                                    .stop_on_timeout = 1};
   memset(t, 0, sizeof(*t));
   assert_int_equal(carp_pve_task_wait_start(c, upid, &o, on_task, t, NULL), 0);
   assert_int_equal(t->done, 0);
@@ -316,8 +325,8 @@ static void sim_faults(const struct sim *s, const char *json)
   struct carp_http_request_options r;
   struct ctl_done d = {0};
   char url[600];
-  snprintf(url, sizeof(url), "%.*s/_sim/faults", (int)(strstr(s->url, "/api2") - s->url),
-           s->url);
+  snprintf(url, sizeof(url), "%.*s/_sim/faults",
+           (int)(strstr(s->url, "/api2") - s->url), s->url);
   uv_loop_init(&loop);
   memset(&o, 0, sizeof(o));
   o.tls.insecure = 1;
@@ -421,9 +430,10 @@ static void test_upload(void **state)
   carp_buf_init(&iso, CARP_BUF_UNLIMITED);
   assert_int_equal(carp_iso_build("cidata", files, 2, &iso), 0);
   memset(&a, 0, sizeof(a));
-  assert_int_equal(carp_pve_upload_start(c, "/nodes/pve1/storage/local/upload", fields, 2,
-                                         "filename", "carpenter-test.iso", iso.ptr,
-                                         iso.len, 0, on_answer, &a, NULL),
+  assert_int_equal(carp_pve_upload_start(c, "/nodes/pve1/storage/local/upload",
+                                         fields, 2, "filename",
+                                         "carpenter-test.iso", iso.ptr, iso.len,
+                                         0, on_answer, &a, NULL),
                    0);
   while (!a.done)
     uv_run(&loop, UV_RUN_ONCE);
@@ -448,8 +458,9 @@ static void test_tls(void **state)
   struct answer a;
   (void)state;
   /* the right fingerprint: ok (the other tests); a wrong one: refused */
-  cfg.fingerprint = "AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:"
-                    "AB:AB:AB:AB:AB:AB:AB:AB:AB:AB";
+  cfg.fingerprint =
+      "AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:AB:"
+      "AB:AB:AB:AB:AB:AB:AB:AB:AB:AB";
   uv_loop_init(&loop);
   c = client(&loop, &cfg);
   call(&loop, c, "GET", "/version", NULL, &a);
@@ -495,8 +506,8 @@ static void test_cancel_and_close(void **state)
   c = client(&loop, &fx.v8.config.clusters[0]);
   memset(&a, 0, sizeof(a));
   memset(&b, 0, sizeof(b));
-  assert_int_equal(carp_pve_call_start(c, "GET", "/cluster/resources", NULL, 0, on_answer,
-                                       &a, &call1),
+  assert_int_equal(carp_pve_call_start(c, "GET", "/cluster/resources", NULL, 0,
+                                       on_answer, &a, &call1),
                    0);
   carp_pve_call_cancel(call1);
   while (!a.done)
@@ -504,12 +515,13 @@ static void test_cancel_and_close(void **state)
   assert_int_equal(a.err, CARP_ECANCELED);
   answer_free(&a);
   /* closing the client cancels what is in flight */
-  assert_int_equal(carp_pve_call_start(c, "GET", "/cluster/resources", NULL, 0, on_answer,
-                                       &b, NULL),
+  assert_int_equal(carp_pve_call_start(c, "GET", "/cluster/resources", NULL, 0,
+                                       on_answer, &b, NULL),
                    0);
   carp_pve_client_close(c, NULL, NULL);
-  assert_int_equal(carp_pve_call_start(c, "GET", "/version", NULL, 0, on_answer, &a, NULL),
-                   CARP_ECANCELED);
+  assert_int_equal(
+      carp_pve_call_start(c, "GET", "/version", NULL, 0, on_answer, &a, NULL),
+      CARP_ECANCELED);
   uv_run(&loop, UV_RUN_DEFAULT);
   assert_int_equal(b.done, 1);
   assert_int_equal(b.err, CARP_ECANCELED);

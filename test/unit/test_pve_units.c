@@ -22,9 +22,12 @@
 #include "carpenter/pve.h"
 #include "pve_int.h"
 
-#define FP "AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99"
+#define FP                                                                     \
+  "AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:"   \
+  "22:33:44:55:66:77:88:99"
 
-/* --- config ------------------------------------------------------------------ */
+/* --- config ------------------------------------------------------------------
+ */
 
 static int parse(const char *text, struct carp_pve_config *c, char **err)
 {
@@ -57,7 +60,8 @@ static void test_config_ok(void **state)
   assert_string_equal(c.clusters[0].token_secret, "s3cr3t");
   assert_string_equal(c.clusters[0].fingerprint, FP);
   assert_false(c.clusters[0].insecure);
-  assert_string_equal(c.clusters[1].url, "https://pve9.example.org:8006/api2/json");
+  assert_string_equal(c.clusters[1].url,
+                      "https://pve9.example.org:8006/api2/json");
   assert_true(c.clusters[1].insecure);
   carp_pve_config_free(&c);
 }
@@ -72,10 +76,11 @@ static void test_config_secret_file(void **state)
   assert_true(fd >= 0);
   assert_int_equal(write(fd, "from-file\n", 10), 10);
   close(fd);
-  snprintf(text, sizeof(text),
-           "clusters:\n- region: lab\n  url: https://h:8006\n  tokenID: a@pve!b\n"
-           "  tokenSecretFile: %s\n",
-           path);
+  snprintf(
+      text, sizeof(text),
+      "clusters:\n- region: lab\n  url: https://h:8006\n  tokenID: a@pve!b\n"
+      "  tokenSecretFile: %s\n",
+      path);
   assert_int_equal(parse(text, &c, &err), 0);
   assert_string_equal(c.clusters[0].token_secret, "from-file");
   carp_pve_config_free(&c);
@@ -102,18 +107,21 @@ static void test_config_errors(void **state)
 {
   (void)state;
   expect_error("clusters: []\n", "pve.yaml:1:", "non-empty list");
-  expect_error("cluster:\n- region: a\n", "pve.yaml:2:", "unknown key \"cluster\"");
-  expect_error("clusters:\n- url: https://h\n  tokenID: a@b!c\n  tokenSecret: hunter2\n",
-               "pve.yaml:2:3", "region is required");
+  expect_error("cluster:\n- region: a\n",
+               "pve.yaml:2:", "unknown key \"cluster\"");
+  expect_error(
+      "clusters:\n- url: https://h\n  tokenID: a@b!c\n  tokenSecret: hunter2\n",
+      "pve.yaml:2:3", "region is required");
   expect_error("clusters:\n- region: lab\n  url: https://h\n  tokenID: a@b!c\n"
                "  tokenSecret: hunter2\n  tokenSecrt: x\n",
                "pve.yaml:6:", "unknown key \"tokenSecrt\"");
   expect_error("clusters:\n- region: lab\n  url: ftp://h\n  tokenID: a@b!c\n"
                "  tokenSecret: hunter2\n",
                "pve.yaml:3:8", "url: must start with https://");
-  expect_error("clusters:\n- region: lab\n  url: http://h:8006\n  tokenID: a@b!c\n"
-               "  tokenSecret: hunter2\n",
-               "pve.yaml:3:8", "url: must start with https://");
+  expect_error(
+      "clusters:\n- region: lab\n  url: http://h:8006\n  tokenID: a@b!c\n"
+      "  tokenSecret: hunter2\n",
+      "pve.yaml:3:8", "url: must start with https://");
   expect_error("clusters:\n- region: lab\n  url: https://h\n  tokenID: root\n"
                "  tokenSecret: hunter2\n",
                "pve.yaml:4:", "user@realm!tokenname");
@@ -122,25 +130,30 @@ static void test_config_errors(void **state)
   expect_error("clusters:\n- region: lab\n  url: https://h\n  tokenID: a@b!c\n"
                "  tokenSecret: hunter2\n  fingerprint: AA:BB\n",
                "pve.yaml:6:", "SHA-256");
-  expect_error("clusters:\n- region: lab\n  url: https://h\n  tokenID: a@b!c\n"
-               "  tokenSecret: hunter2\n  insecure: true\n  fingerprint: \"" FP "\"\n",
-               "pve.yaml:2:", "at most one of caFile, fingerprint and insecure");
+  expect_error(
+      "clusters:\n- region: lab\n  url: https://h\n  tokenID: a@b!c\n"
+      "  tokenSecret: hunter2\n  insecure: true\n  fingerprint: \"" FP "\"\n",
+      "pve.yaml:2:", "at most one of caFile, fingerprint and insecure");
   expect_error("clusters:\n- region: lab\n  url: https://h\n  tokenID: a@b!c\n"
                "  tokenSecret: hunter2\n  caFile: /nonexistent/ca.pem\n",
                "pve.yaml:6:", "caFile: /nonexistent/ca.pem");
-  expect_error("clusters:\n- region: \"la b\"\n  url: https://h\n  tokenID: a@b!c\n"
-               "  tokenSecret: hunter2\n",
-               "pve.yaml:2:", "not a valid label value");
+  expect_error(
+      "clusters:\n- region: \"la b\"\n  url: https://h\n  tokenID: a@b!c\n"
+      "  tokenSecret: hunter2\n",
+      "pve.yaml:2:", "not a valid label value");
   expect_error("clusters:\n- region: lab\n  url: https://h\n  tokenID: a@b!c\n"
-               "  tokenSecret: hunter2\n- region: lab\n  url: https://h\n  tokenID: a@b!c\n"
+               "  tokenSecret: hunter2\n- region: lab\n  url: https://h\n  "
+               "tokenID: a@b!c\n"
                "  tokenSecret: hunter2\n",
                "pve.yaml:6:", "appears twice");
-  expect_error("clusters:\n- region: lab\n  url: [https://h]\n  tokenID: a@b!c\n"
-               "  tokenSecret: hunter2\n",
-               "pve.yaml:3:", "url: must be a string");
+  expect_error(
+      "clusters:\n- region: lab\n  url: [https://h]\n  tokenID: a@b!c\n"
+      "  tokenSecret: hunter2\n",
+      "pve.yaml:3:", "url: must be a string");
 }
 
-/* --- forms and errors ----------------------------------------------------------- */
+/* --- forms and errors
+ * ----------------------------------------------------------- */
 
 static void test_form(void **state)
 {
@@ -153,33 +166,40 @@ static void test_form(void **state)
   carp_pve_form_add(&f, "smbios1", "uuid=1,serial=YQ==,base64=1");
   carp_pve_form_add_int(&f, "cores", 4);
   carp_pve_form_add_sshkeys(&f, keys, 2);
-  assert_string_equal(carp_buf_cstr(&f.buf),
-                      "boot=order%3Dscsi0%3Bide2&tags=a%3Bb%20c"
-                      "&smbios1=uuid%3D1%2Cserial%3DYQ%3D%3D%2Cbase64%3D1&cores=4"
-                      "&sshkeys=ssh-ed25519%2520AAAA%252Bb%252Fc%253D%2520me%2540host"
-                      "%250Assh-rsa%2520AAAB%2520x");
+  assert_string_equal(
+      carp_buf_cstr(&f.buf),
+      "boot=order%3Dscsi0%3Bide2&tags=a%3Bb%20c"
+      "&smbios1=uuid%3D1%2Cserial%3DYQ%3D%3D%2Cbase64%3D1&cores=4"
+      "&sshkeys=ssh-ed25519%2520AAAA%252Bb%252Fc%253D%2520me%2540host"
+      "%250Assh-rsa%2520AAAB%2520x");
   carp_pve_form_free(&f);
 }
 
 static void test_classify(void **state)
 {
   (void)state;
-  assert_int_equal(carp_pve_classify("unable to create VM 100: config file already exists",
-                                     CARP_EHTTP),
-                   CARP_EEXIST);
-  assert_int_equal(carp_pve_classify("Configuration file 'nodes/pve1/qemu-server/1.conf' "
-                                     "does not exist",
-                                     CARP_EHTTP),
-                   CARP_ENOTFOUND);
-  assert_int_equal(carp_pve_classify("VM is locked (clone)", CARP_ETASK), CARP_EAGAIN);
-  assert_int_equal(carp_pve_classify("can't lock file '/var/lock/qemu-server/lock-1.conf' "
-                                     "- got timeout",
-                                     CARP_ETASK),
+  assert_int_equal(
+      carp_pve_classify("unable to create VM 100: config file already exists",
+                        CARP_EHTTP),
+      CARP_EEXIST);
+  assert_int_equal(
+      carp_pve_classify("Configuration file 'nodes/pve1/qemu-server/1.conf' "
+                        "does not exist",
+                        CARP_EHTTP),
+      CARP_ENOTFOUND);
+  assert_int_equal(carp_pve_classify("VM is locked (clone)", CARP_ETASK),
                    CARP_EAGAIN);
-  assert_int_equal(carp_pve_classify("cluster not ready - no quorum?", CARP_EHTTP),
-                   CARP_EUNAVAIL);
-  assert_int_equal(carp_pve_classify("start failed: QEMU exited with code 1", CARP_ETASK),
-                   CARP_ETASK);
+  assert_int_equal(
+      carp_pve_classify("can't lock file '/var/lock/qemu-server/lock-1.conf' "
+                        "- got timeout",
+                        CARP_ETASK),
+      CARP_EAGAIN);
+  assert_int_equal(
+      carp_pve_classify("cluster not ready - no quorum?", CARP_EHTTP),
+      CARP_EUNAVAIL);
+  assert_int_equal(
+      carp_pve_classify("start failed: QEMU exited with code 1", CARP_ETASK),
+      CARP_ETASK);
   assert_int_equal(carp_pve_classify(NULL, CARP_ETASK), CARP_ETASK);
 }
 
@@ -187,10 +207,11 @@ static void test_upid(void **state)
 {
   struct carp_pve_upid u;
   (void)state;
-  assert_int_equal(carp_pve_upid_parse("UPID:pve-mp:00000ACD:00006AE8:679A423B:qmclone:112:"
-                                       "capmox@pve!capi:",
-                                       &u),
-                   0);
+  assert_int_equal(
+      carp_pve_upid_parse("UPID:pve-mp:00000ACD:00006AE8:679A423B:qmclone:112:"
+                          "capmox@pve!capi:",
+                          &u),
+      0);
   assert_string_equal(u.node, "pve-mp");
   assert_int_equal(u.pid, 0xACD);
   assert_int_equal(u.pstart, 0x6AE8);
@@ -199,22 +220,27 @@ static void test_upid(void **state)
   assert_string_equal(u.id, "112");
   assert_string_equal(u.user, "capmox@pve!capi");
   /* 9-digit pstart, empty id */
-  assert_int_equal(carp_pve_upid_parse("UPID:pve1:0001A2B0:109A409BE:6B02D756:imgcopy::"
-                                       "root@pam:",
-                                       &u),
-                   0);
+  assert_int_equal(
+      carp_pve_upid_parse("UPID:pve1:0001A2B0:109A409BE:6B02D756:imgcopy::"
+                          "root@pam:",
+                          &u),
+      0);
   assert_int_equal(u.pstart, 0x109A409BEULL);
   assert_string_equal(u.id, "");
-  assert_int_equal(carp_pve_upid_parse("UPID:pve1:0001A2B0:09A409BE:6B02D756:qmstart:1:"
-                                       "root@pam",
-                                       &u),
-                   CARP_EPARSE); /* no trailing colon */
-  assert_int_equal(carp_pve_upid_parse("UPID:-bad:0001A2B0:09A409BE:6B02D756:x:1:u:", &u),
-                   CARP_EPARSE);
-  assert_int_equal(carp_pve_upid_parse("UPID:pve1:1A2B0:09A409BE:6B02D756:x:1:u:", &u),
-                   CARP_EPARSE);
-  assert_int_equal(carp_pve_upid_parse("upid:pve1:0001A2B0:09A409BE:6B02D756:x:1:u:", &u),
-                   CARP_EPARSE);
+  assert_int_equal(
+      carp_pve_upid_parse("UPID:pve1:0001A2B0:09A409BE:6B02D756:qmstart:1:"
+                          "root@pam",
+                          &u),
+      CARP_EPARSE); /* no trailing colon */
+  assert_int_equal(
+      carp_pve_upid_parse("UPID:-bad:0001A2B0:09A409BE:6B02D756:x:1:u:", &u),
+      CARP_EPARSE);
+  assert_int_equal(
+      carp_pve_upid_parse("UPID:pve1:1A2B0:09A409BE:6B02D756:x:1:u:", &u),
+      CARP_EPARSE);
+  assert_int_equal(
+      carp_pve_upid_parse("upid:pve1:0001A2B0:09A409BE:6B02D756:x:1:u:", &u),
+      CARP_EPARSE);
   assert_int_equal(carp_pve_upid_parse(NULL, &u), CARP_EPARSE);
 }
 
@@ -230,32 +256,39 @@ static void test_exitstatus(void **state)
   assert_false(carp_pve_exitstatus_ok(NULL));
 }
 
-/* --- user-data ---------------------------------------------------------------- */
+/* --- user-data
+ * ---------------------------------------------------------------- */
 
 static void test_render(void **state)
 {
   static const struct carp_userdata_var vars[] = {
-      {"ProviderID", "proxmox://lab/101"}, {"NodeName", "n-1"}, {"Empty", NULL}};
-  const char *t = "id={{ .ProviderID }} name={{.NodeName}} x={{   .NodeName   }}"
-                  " e=[{{ .Empty }}] jinja={{ v1.local_hostname }} {{ not a var }} {{";
+      {"ProviderID", "proxmox://lab/101"},
+      {"NodeName", "n-1"},
+      {"Empty", NULL}};
+  const char *t =
+      "id={{ .ProviderID }} name={{.NodeName}} x={{   .NodeName   }}"
+      " e=[{{ .Empty }}] jinja={{ v1.local_hostname }} {{ not a var }} {{";
   struct carp_buf out;
   char *err = NULL;
   (void)state;
   carp_buf_init(&out, 4096);
   assert_int_equal(carp_userdata_render(t, strlen(t), vars, 3, &out, &err), 0);
-  assert_string_equal(carp_buf_cstr(&out),
-                      "id=proxmox://lab/101 name=n-1 x=n-1 e=[] jinja={{ v1.local_hostname }}"
-                      " {{ not a var }} {{");
+  assert_string_equal(
+      carp_buf_cstr(&out),
+      "id=proxmox://lab/101 name=n-1 x=n-1 e=[] jinja={{ v1.local_hostname }}"
+      " {{ not a var }} {{");
   carp_buf_reset(&out);
   t = "a {{ .Nope }} b";
-  assert_int_equal(carp_userdata_render(t, strlen(t), vars, 3, &out, &err), CARP_EINVALID);
+  assert_int_equal(carp_userdata_render(t, strlen(t), vars, 3, &out, &err),
+                   CARP_EINVALID);
   assert_non_null(strstr(err, "unknown variable .Nope"));
   assert_non_null(strstr(err, ".ProviderID"));
   carp_free(err);
   carp_buf_free(&out);
 }
 
-/* --- ISO ------------------------------------------------------------------------ */
+/* --- ISO
+ * ------------------------------------------------------------------------ */
 
 static uint32_t le32(const unsigned char *p)
 {
@@ -320,7 +353,8 @@ static void test_iso(void **state)
     if (!strcmp(name, "user-data")) {
       assert_memory_equal(rec + 33, "USER_DAT.;1", 11);
       assert_int_equal(le32(rec + 10), 14);
-      assert_memory_equal(d + (size_t)le32(rec + 2) * 2048, "#cloud-config\n", 14);
+      assert_memory_equal(d + (size_t)le32(rec + 2) * 2048, "#cloud-config\n",
+                          14);
       found++;
     } else if (!strcmp(name, "meta-data") || !strcmp(name, "network-config")) {
       found++;
@@ -332,9 +366,15 @@ static void test_iso(void **state)
   root = d + (size_t)le32(svd + 156 + 2) * 2048;
   for (pos = 0; pos < 2048 && root[pos];) {
     const unsigned char *rec = root + pos;
-    if (rec[32] == 22 && !memcmp(rec + 33, "\0m\0e\0t\0a\0-\0d\0a\0t\0a\0;\0" "1", 22))
+    if (rec[32] == 22 && !memcmp(rec + 33,
+                                 "\0m\0e\0t\0a\0-\0d\0a\0t\0a\0;\0"
+                                 "1",
+                                 22))
       jfound++;
-    if (rec[32] == 22 && !memcmp(rec + 33, "\0u\0s\0e\0r\0-\0d\0a\0t\0a\0;\0" "1", 22))
+    if (rec[32] == 22 && !memcmp(rec + 33,
+                                 "\0u\0s\0e\0r\0-\0d\0a\0t\0a\0;\0"
+                                 "1",
+                                 22))
       jfound++;
     pos += rec[0];
   }
@@ -342,7 +382,8 @@ static void test_iso(void **state)
   carp_buf_free(&img);
 }
 
-/* --- descriptions, smbios ----------------------------------------------------- */
+/* --- descriptions, smbios
+ * ----------------------------------------------------- */
 
 static void test_description(void **state)
 {
@@ -351,8 +392,8 @@ static void test_description(void **state)
   char out[64];
   (void)state;
   carp_buf_init(&b, 4096);
-  pve_description_build(&b, "default-x7k2p", "5f0e-uid", "default", "pxnc", "prod",
-                        "lab/9000");
+  pve_description_build(&b, "default-x7k2p", "5f0e-uid", "default", "pxnc",
+                        "prod", "lab/9000");
   assert_string_equal(carp_buf_cstr(&b), "Managed by Carpenter; do not edit.\n"
                                          "nodeclaim: default-x7k2p\n"
                                          "nodeclaim-uid: 5f0e-uid\n"
@@ -371,11 +412,13 @@ static void test_description(void **state)
   assert_string_equal(d.nodeclaim, "");
   carp_buf_free(&b);
 
-  pve_prop_get("virtio=AA:BB,bridge=vmbr0,firewall=1", "bridge", out, sizeof(out));
+  pve_prop_get("virtio=AA:BB,bridge=vmbr0,firewall=1", "bridge", out,
+               sizeof(out));
   assert_string_equal(out, "vmbr0");
   pve_prop_get("virtio=AA:BB,bridge=vmbr0", "tag", out, sizeof(out));
   assert_string_equal(out, "");
-  pve_smbios_sku("uuid=1,serial=eA==,sku=czEuMlZDUFUtOEdC,base64=1", out, sizeof(out));
+  pve_smbios_sku("uuid=1,serial=eA==,sku=czEuMlZDUFUtOEdC,base64=1", out,
+                 sizeof(out));
   assert_string_equal(out, "s1.2VCPU-8GB");
   pve_smbios_sku("uuid=1,sku=plain", out, sizeof(out));
   assert_string_equal(out, "plain");
@@ -386,11 +429,16 @@ static void test_description(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_config_ok),     cmocka_unit_test(test_config_secret_file),
-      cmocka_unit_test(test_config_errors), cmocka_unit_test(test_form),
-      cmocka_unit_test(test_classify),      cmocka_unit_test(test_upid),
-      cmocka_unit_test(test_exitstatus),    cmocka_unit_test(test_render),
-      cmocka_unit_test(test_iso),           cmocka_unit_test(test_description),
+      cmocka_unit_test(test_config_ok),
+      cmocka_unit_test(test_config_secret_file),
+      cmocka_unit_test(test_config_errors),
+      cmocka_unit_test(test_form),
+      cmocka_unit_test(test_classify),
+      cmocka_unit_test(test_upid),
+      cmocka_unit_test(test_exitstatus),
+      cmocka_unit_test(test_render),
+      cmocka_unit_test(test_iso),
+      cmocka_unit_test(test_description),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

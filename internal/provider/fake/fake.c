@@ -56,7 +56,8 @@ struct fake_fail {
 };
 
 enum { M_CREATE, M_DELETE, M_GET, M_LIST, M_N };
-static const char *const method_names[M_N] = {"create", "delete", "get", "list"};
+static const char *const method_names[M_N] = {"create", "delete", "get",
+                                              "list"};
 
 struct fake_op;
 
@@ -129,7 +130,8 @@ static struct fake_vm *vm_find(struct fake *f, const char *provider_id)
   return NULL;
 }
 
-static int zone_used(struct fake *f, const char *zone, int64_t *cpu, int64_t *mem)
+static int zone_used(struct fake *f, const char *zone, int64_t *cpu,
+                     int64_t *mem)
 {
   struct fake_vm *v;
   int n = 0;
@@ -166,7 +168,8 @@ static int fits(struct fake *f, const struct fake_zone *z,
   return 1;
 }
 
-/* --- op plumbing ------------------------------------------------------------ */
+/* --- op plumbing ------------------------------------------------------------
+ */
 
 static void op_closed(uv_handle_t *h)
 {
@@ -217,12 +220,13 @@ static int take_failure(struct fake *f, int m, struct carp_provider_error *e)
   if (f->fail[m].n <= 0)
     return 0;
   f->fail[m].n--;
-  carp_provider_error_set(e, f->fail[m].err, f->fail[m].reason, "injected %s failure",
-                          method_names[m]);
+  carp_provider_error_set(e, f->fail[m].err, f->fail[m].reason,
+                          "injected %s failure", method_names[m]);
   return f->fail[m].err;
 }
 
-static void finish(struct fake_op *op, int status, struct carp_provider_error *e)
+static void finish(struct fake_op *op, int status,
+                   struct carp_provider_error *e)
 {
   struct fake *f = op->f;
   struct carp_provider_instance *list = NULL;
@@ -232,7 +236,8 @@ static void finish(struct fake_op *op, int status, struct carp_provider_error *e
   memset(&none, 0, sizeof(none));
   switch (op->method) {
   case M_CREATE:
-    op->cb.create(status, status ? NULL : &op->inst, status ? e : NULL, op->arg);
+    op->cb.create(status, status ? NULL : &op->inst, status ? e : NULL,
+                  op->arg);
     break;
   case M_DELETE:
     op->cb.done(status, status ? e : NULL, op->arg);
@@ -256,14 +261,18 @@ static void finish(struct fake_op *op, int status, struct carp_provider_error *e
   op_end(op);
 }
 
-/* --- create -------------------------------------------------------------------- */
+/* --- create
+ * -------------------------------------------------------------------- */
 
-static int allowed(const struct carp_nodeclaim *c, const char *key, const char *v)
+static int allowed(const struct carp_nodeclaim *c, const char *key,
+                   const char *v)
 {
-  return carp_requirements_allow(c->spec.requirements, c->spec.nrequirements, key, v);
+  return carp_requirements_allow(c->spec.requirements, c->spec.nrequirements,
+                                 key, v);
 }
 
-static int pick(struct fake *f, struct fake_op *op, struct carp_provider_error *e)
+static int pick(struct fake *f, struct fake_op *op,
+                struct carp_provider_error *e)
 {
   const struct carp_nodeclaim *c = op->claim;
   const struct carp_fake_instance_type *best = NULL;
@@ -283,7 +292,8 @@ static int pick(struct fake *f, struct fake_op *op, struct carp_provider_error *
     if (best && best->price <= t->price)
       continue;
     for (z = 0; z < f->nzones; z++)
-      if (allowed(c, CARP_LABEL_ZONE, f->zones[z].name) && fits(f, &f->zones[z], t))
+      if (allowed(c, CARP_LABEL_ZONE, f->zones[z].name) &&
+          fits(f, &f->zones[z], t))
         break;
     if (z < f->nzones) {
       best = t;
@@ -291,9 +301,9 @@ static int pick(struct fake *f, struct fake_op *op, struct carp_provider_error *
     }
   }
   if (!best) {
-    carp_provider_error_set(e, CARP_EINSUFFICIENT_CAPACITY,
-                            CARP_REASON_INSUFFICIENT_CAPACITY,
-                            "no zone has room for the NodeClaim's instance types");
+    carp_provider_error_set(
+        e, CARP_EINSUFFICIENT_CAPACITY, CARP_REASON_INSUFFICIENT_CAPACITY,
+        "no zone has room for the NodeClaim's instance types");
     return CARP_EINSUFFICIENT_CAPACITY;
   }
   memset(&op->inst, 0, sizeof(op->inst));
@@ -302,9 +312,11 @@ static int pick(struct fake *f, struct fake_op *op, struct carp_provider_error *
                           sizeof(op->inst.provider_id));
   snprintf(op->inst.region, sizeof(op->inst.region), "%s", f->region);
   snprintf(op->inst.zone, sizeof(op->inst.zone), "%s", bz->name);
-  snprintf(op->inst.name, sizeof(op->inst.name), "%s", c->meta.name ? c->meta.name : "");
+  snprintf(op->inst.name, sizeof(op->inst.name), "%s",
+           c->meta.name ? c->meta.name : "");
   snprintf(op->inst.status, sizeof(op->inst.status), "running");
-  snprintf(op->inst.instance_type, sizeof(op->inst.instance_type), "%s", best->name);
+  snprintf(op->inst.instance_type, sizeof(op->inst.instance_type), "%s",
+           best->name);
   op->inst.cpu = best->cpu;
   op->inst.memory = best->memory;
   snprintf(op->inst.capacity_type, sizeof(op->inst.capacity_type), "%s",
@@ -471,9 +483,11 @@ static struct fake_op *op_new(struct fake *f, int method, void *arg)
   return op;
 }
 
-/* --- the vtable ------------------------------------------------------------------ */
+/* --- the vtable
+ * ------------------------------------------------------------------ */
 
-static int v_create(struct carp_provider *p, const struct carp_provider_create_req *req,
+static int v_create(struct carp_provider *p,
+                    const struct carp_provider_create_req *req,
                     carp_provider_create_cb cb, void *arg,
                     struct carp_provider_op **out)
 {
@@ -495,8 +509,10 @@ static int v_create(struct carp_provider *p, const struct carp_provider_create_r
   return 0;
 }
 
-static int v_delete(struct carp_provider *p, const struct carp_provider_delete_req *req,
-                    carp_provider_done_cb cb, void *arg, struct carp_provider_op **out)
+static int v_delete(struct carp_provider *p,
+                    const struct carp_provider_delete_req *req,
+                    carp_provider_done_cb cb, void *arg,
+                    struct carp_provider_op **out)
 {
   struct fake *f = F(p);
   struct fake_op *op;
@@ -508,7 +524,8 @@ static int v_delete(struct carp_provider *p, const struct carp_provider_delete_r
     return CARP_ECANCELED;
   op = op_new(f, M_DELETE, arg);
   snprintf(op->provider_id, sizeof(op->provider_id), "%s", req->provider_id);
-  snprintf(op->uid, sizeof(op->uid), "%s", req->nodeclaim_uid ? req->nodeclaim_uid : "");
+  snprintf(op->uid, sizeof(op->uid), "%s",
+           req->nodeclaim_uid ? req->nodeclaim_uid : "");
   op->cb.done = cb;
   if (out)
     *out = (struct carp_provider_op *)op;
@@ -516,7 +533,8 @@ static int v_delete(struct carp_provider *p, const struct carp_provider_delete_r
 }
 
 static int v_get(struct carp_provider *p, const char *provider_id,
-                 carp_provider_get_cb cb, void *arg, struct carp_provider_op **out)
+                 carp_provider_get_cb cb, void *arg,
+                 struct carp_provider_op **out)
 {
   struct fake *f = F(p);
   struct fake_op *op;
@@ -544,7 +562,8 @@ static int v_list(struct carp_provider *p, carp_provider_list_cb cb, void *arg,
   return 0;
 }
 
-static int v_instance_types(struct carp_provider *p, const struct carp_nodeclass *nc,
+static int v_instance_types(struct carp_provider *p,
+                            const struct carp_nodeclass *nc,
                             struct carp_provider_instance_types *out)
 {
   struct fake *f = F(p);
@@ -556,7 +575,8 @@ static int v_instance_types(struct carp_provider *p, const struct carp_nodeclass
     struct carp_provider_instance_type *o = &out->v[i];
     const struct carp_fake_instance_type *t = &f->types[i];
     snprintf(o->name, sizeof(o->name), "%s", t->name);
-    snprintf(o->family, sizeof(o->family), "%.*s", (int)strcspn(t->name, "."), t->name);
+    snprintf(o->family, sizeof(o->family), "%.*s", (int)strcspn(t->name, "."),
+             t->name);
     o->cpu = t->cpu;
     o->memory = t->memory;
     o->price = t->price;
@@ -569,7 +589,8 @@ static int v_instance_types(struct carp_provider *p, const struct carp_nodeclass
     o->allocatable = o->capacity;
     o->allocatable.memory -= o->eviction_threshold.memory;
     o->nofferings = f->nzones;
-    o->offerings = carp_calloc(f->nzones ? f->nzones : 1, sizeof(*o->offerings));
+    o->offerings =
+        carp_calloc(f->nzones ? f->nzones : 1, sizeof(*o->offerings));
     for (z = 0; z < f->nzones; z++) {
       struct carp_provider_offering *of = &o->offerings[z];
       snprintf(of->region, sizeof(of->region), "%s", f->region);
@@ -582,13 +603,15 @@ static int v_instance_types(struct carp_provider *p, const struct carp_nodeclass
   return 0;
 }
 
-static int v_is_drifted(struct carp_provider *p, const struct carp_nodeclaim *claim,
+static int v_is_drifted(struct carp_provider *p,
+                        const struct carp_nodeclaim *claim,
                         const struct carp_nodeclass *nc, const char **reason)
 {
   struct fake *f = F(p);
   (void)nc;
   *reason = "";
-  if (f->drift_all || (claim->meta.name && !strcmp(f->drift_claim, claim->meta.name)))
+  if (f->drift_all ||
+      (claim->meta.name && !strcmp(f->drift_claim, claim->meta.name)))
     *reason = f->drift_reason;
   return 0;
 }
@@ -653,10 +676,12 @@ int carp_fake_provider_new(uv_loop_t *loop,
   f = CARP_NEW(struct fake);
   f->base.ops = &fake_ops;
   f->loop = loop;
-  snprintf(f->region, sizeof(f->region), "%s", o && o->region ? o->region : "fake");
+  snprintf(f->region, sizeof(f->region), "%s",
+           o && o->region ? o->region : "fake");
   if (o && o->zones) {
     for (i = 0; o->zones[i] && f->nzones < MAX_ZONES; i++)
-      snprintf(f->zones[f->nzones++].name, sizeof(f->zones[0].name), "%s", o->zones[i]);
+      snprintf(f->zones[f->nzones++].name, sizeof(f->zones[0].name), "%s",
+               o->zones[i]);
   }
   if (!f->nzones)
     snprintf(f->zones[f->nzones++].name, sizeof(f->zones[0].name), "zone-a");
@@ -703,7 +728,8 @@ void carp_fake_provider_fail(struct carp_provider *p, const char *method, int n,
     return;
   f->fail[m].n = n;
   f->fail[m].err = err;
-  snprintf(f->fail[m].reason, sizeof(f->fail[m].reason), "%s", reason ? reason : "");
+  snprintf(f->fail[m].reason, sizeof(f->fail[m].reason), "%s",
+           reason ? reason : "");
 }
 
 void carp_fake_provider_set_capacity(struct carp_provider *p, const char *zone,
@@ -741,13 +767,15 @@ void carp_fake_provider_set_ice(struct carp_provider *p, const char *type,
   f->ice = x;
 }
 
-void carp_fake_provider_set_drift(struct carp_provider *p, const char *nodeclaim,
-                                  const char *reason)
+void carp_fake_provider_set_drift(struct carp_provider *p,
+                                  const char *nodeclaim, const char *reason)
 {
   struct fake *f = F(p);
   f->drift_all = nodeclaim == NULL;
-  snprintf(f->drift_claim, sizeof(f->drift_claim), "%s", nodeclaim ? nodeclaim : "");
-  snprintf(f->drift_reason, sizeof(f->drift_reason), "%s", reason ? reason : "");
+  snprintf(f->drift_claim, sizeof(f->drift_claim), "%s",
+           nodeclaim ? nodeclaim : "");
+  snprintf(f->drift_reason, sizeof(f->drift_reason), "%s",
+           reason ? reason : "");
 }
 
 int carp_fake_provider_add_instance(struct carp_provider *p, const char *name,
@@ -761,9 +789,11 @@ int carp_fake_provider_add_instance(struct carp_provider *p, const char *name,
   carp_provider_id_format(f->region, v->inst.vmid, v->inst.provider_id,
                           sizeof(v->inst.provider_id));
   snprintf(v->inst.region, sizeof(v->inst.region), "%s", f->region);
-  snprintf(v->inst.zone, sizeof(v->inst.zone), "%s", zone ? zone : f->zones[0].name);
+  snprintf(v->inst.zone, sizeof(v->inst.zone), "%s",
+           zone ? zone : f->zones[0].name);
   snprintf(v->inst.name, sizeof(v->inst.name), "%s", name ? name : "");
-  snprintf(v->inst.nodeclaim, sizeof(v->inst.nodeclaim), "%s", name ? name : "");
+  snprintf(v->inst.nodeclaim, sizeof(v->inst.nodeclaim), "%s",
+           name ? name : "");
   snprintf(v->inst.nodeclaim_uid, sizeof(v->inst.nodeclaim_uid), "%s",
            nodeclaim_uid ? nodeclaim_uid : "");
   snprintf(v->inst.status, sizeof(v->inst.status), "running");
@@ -771,7 +801,8 @@ int carp_fake_provider_add_instance(struct carp_provider *p, const char *name,
            CARP_CAPACITY_TYPE_ON_DEMAND);
   for (i = 0; i < f->ntypes; i++)
     if (type && !strcmp(f->types[i].name, type)) {
-      snprintf(v->inst.instance_type, sizeof(v->inst.instance_type), "%s", type);
+      snprintf(v->inst.instance_type, sizeof(v->inst.instance_type), "%s",
+               type);
       v->inst.cpu = f->types[i].cpu;
       v->inst.memory = f->types[i].memory;
     }

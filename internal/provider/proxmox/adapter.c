@@ -68,7 +68,8 @@ int pve_nodeclass_ready(const struct carp_nodeclass *nc, char *msg,
     return CARP_ENODECLASS_NOT_READY;
   }
   if (nc->meta.deletion_ms) {
-    snprintf(msg, msg_size, "ProxmoxNodeClass %s is being deleted", nc->meta.name);
+    snprintf(msg, msg_size, "ProxmoxNodeClass %s is being deleted",
+             nc->meta.name);
     return CARP_ENODECLASS_NOT_READY;
   }
   /* Not yet reconciled (no Ready condition) is allowed: placement checks
@@ -83,7 +84,8 @@ int pve_nodeclass_ready(const struct carp_nodeclass *nc, char *msg,
   return 0;
 }
 
-/* --- instance types ------------------------------------------------------------ */
+/* --- instance types
+ * ------------------------------------------------------------ */
 
 static void overhead(const struct carp_nodeclass_spec *spec,
                      const struct carp_instance_type *it, int64_t template_disk,
@@ -122,7 +124,8 @@ static int type_allowed(const struct carp_nodeclaim *claim,
   snprintf(cpu, sizeof(cpu), "%d", (int)it->cpu);
   snprintf(mem, sizeof(mem), "%lld", (long long)(it->memory / MiB));
   return carp_requirements_allow(r, n, CARP_LABEL_INSTANCE_TYPE, it->name) &&
-         carp_requirements_allow(r, n, CARP_LABEL_INSTANCE_FAMILY, it->family) &&
+         carp_requirements_allow(r, n, CARP_LABEL_INSTANCE_FAMILY,
+                                 it->family) &&
          carp_requirements_allow(r, n, CARP_LABEL_INSTANCE_CPU, cpu) &&
          carp_requirements_allow(r, n, CARP_LABEL_INSTANCE_MEMORY, mem) &&
          carp_requirements_allow(r, n, CARP_LABEL_ARCH, "amd64") &&
@@ -140,7 +143,8 @@ static int fits_requests(const struct carp_nodeclaim *claim,
     return 0;
   if (q->pods > o->capacity.pods)
     return 0;
-  if (q->ephemeral && o->capacity.ephemeral && q->ephemeral > o->allocatable.ephemeral)
+  if (q->ephemeral && o->capacity.ephemeral &&
+      q->ephemeral > o->allocatable.ephemeral)
     return 0;
   return 1;
 }
@@ -153,7 +157,8 @@ static int cmp_type(const void *a, const void *b)
   return strcmp(x->name, y->name);
 }
 
-/* --- kubelet variables -------------------------------------------------------- */
+/* --- kubelet variables
+ * -------------------------------------------------------- */
 
 static void reserved_str(const struct carp_resources *r, int64_t pid,
                          struct carp_buf *b)
@@ -175,10 +180,11 @@ static void reserved_str(const struct carp_resources *r, int64_t pid,
     carp_buf_printf(b, "%spid=%lld", b->len ? "," : "", (long long)pid);
 }
 
-static void eviction_str(const struct carp_nodeclass_spec *s, struct carp_buf *b)
+static void eviction_str(const struct carp_nodeclass_spec *s,
+                         struct carp_buf *b)
 {
   static const char *const names[CARP_EVICT_NSIGNALS] = {
-      "memory.available", "nodefs.available", "nodefs.inodesFree",
+      "memory.available",  "nodefs.available",   "nodefs.inodesFree",
       "imagefs.available", "imagefs.inodesFree", "pid.available"};
   char q[CARP_QUANTITY_LEN];
   int i;
@@ -189,11 +195,13 @@ static void eviction_str(const struct carp_nodeclass_spec *s, struct carp_buf *b
     if (t->percent) {
       if (t->value % 100)
         carp_buf_printf(b, "%s%s<%lld.%02lld%%", b->len ? "," : "", names[i],
-                        (long long)(t->value / 100), (long long)(t->value % 100));
+                        (long long)(t->value / 100),
+                        (long long)(t->value % 100));
       else
         carp_buf_printf(b, "%s%s<%lld%%", b->len ? "," : "", names[i],
                         (long long)(t->value / 100));
-    } else if (i == CARP_EVICT_MEMORY_AVAILABLE || i == CARP_EVICT_NODEFS_AVAILABLE ||
+    } else if (i == CARP_EVICT_MEMORY_AVAILABLE ||
+               i == CARP_EVICT_NODEFS_AVAILABLE ||
                i == CARP_EVICT_IMAGEFS_AVAILABLE) {
       carp_quantity_format(t->value * 1000, CARP_QUANTITY_BINARY, q);
       carp_buf_printf(b, "%s%s<%s", b->len ? "," : "", names[i], q);
@@ -212,11 +220,16 @@ static int self_label_ok(const char *key)
   size_t dl;
   const char *domain;
   static const char *const allowed[] = {
-      "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os",
-      "beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type",
+      "kubernetes.io/hostname",
+      "kubernetes.io/arch",
+      "kubernetes.io/os",
+      "beta.kubernetes.io/instance-type",
+      "node.kubernetes.io/instance-type",
       "failure-domain.beta.kubernetes.io/region",
-      "failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/region",
-      "topology.kubernetes.io/zone", NULL};
+      "failure-domain.beta.kubernetes.io/zone",
+      "topology.kubernetes.io/region",
+      "topology.kubernetes.io/zone",
+      NULL};
   size_t i;
   if (!slash)
     return 1;
@@ -225,8 +238,10 @@ static int self_label_ok(const char *key)
       return 1;
   dl = (size_t)(slash - key);
   domain = key;
-#define ENDS(d) (dl >= strlen(d) && !strncmp(domain + dl - strlen(d), d, strlen(d)))
-  if ((dl == strlen("kubelet.kubernetes.io") && ENDS("kubelet.kubernetes.io")) ||
+#define ENDS(d)                                                                \
+  (dl >= strlen(d) && !strncmp(domain + dl - strlen(d), d, strlen(d)))
+  if ((dl == strlen("kubelet.kubernetes.io") &&
+       ENDS("kubelet.kubernetes.io")) ||
       ENDS(".kubelet.kubernetes.io") ||
       (dl == strlen("node.kubernetes.io") && ENDS("node.kubernetes.io")) ||
       ENDS(".node.kubernetes.io"))
@@ -247,7 +262,8 @@ static void taint_str(const struct carp_taint *t, struct carp_buf *b)
   carp_buf_printf(b, ":%s", carp_taint_effect_name(t->effect));
 }
 
-/* --- the spec ------------------------------------------------------------------ */
+/* --- the spec
+ * ------------------------------------------------------------------ */
 
 static const char *format_name(enum carp_disk_format f)
 {
@@ -263,8 +279,8 @@ static const char *format_name(enum carp_disk_format f)
   }
 }
 
-static void spec_common(struct pve_provider *pp, const struct carp_nodeclass *nc,
-                        struct pve_vm_spec *o)
+static void spec_common(struct pve_provider *pp,
+                        const struct carp_nodeclass *nc, struct pve_vm_spec *o)
 {
   const struct carp_nodeclass_spec *s = &nc->spec;
   struct carp_buf b;
@@ -278,7 +294,8 @@ static void spec_common(struct pve_provider *pp, const struct carp_nodeclass *nc
   o->full = s->clone_mode == CARP_CLONE_FULL;
   o->clone_storage = o->full ? dup_or_null(s->clone_storage) : NULL;
   o->clone_format = o->full ? dup_or_null(format_name(s->clone_format)) : NULL;
-  o->max_full_clones = s->max_concurrent_full_clones > 0 ? s->max_concurrent_full_clones : 1;
+  o->max_full_clones =
+      s->max_concurrent_full_clones > 0 ? s->max_concurrent_full_clones : 1;
   o->pool = dup_or_null(s->resource_pool);
   o->has_range = s->has_vmid_range;
   o->vmid_min = s->vmid_min;
@@ -297,7 +314,9 @@ static void spec_common(struct pve_provider *pp, const struct carp_nodeclass *nc
   o->ci_user = dup_or_null(s->ci_user);
   o->ssh_keys = strlist_dup(&s->ci_ssh_keys, &o->nssh_keys);
   o->ipv4_none = s->ci_ipv4 == CARP_IPV4_NONE;
-  o->ipv6 = s->ci_ipv6 == CARP_IPV6_DHCP ? 1 : s->ci_ipv6 == CARP_IPV6_SLAAC ? 2 : 0;
+  o->ipv6 = s->ci_ipv6 == CARP_IPV6_DHCP    ? 1
+            : s->ci_ipv6 == CARP_IPV6_SLAAC ? 2
+                                            : 0;
   o->nameservers = strlist_dup(&s->ci_nameservers, &o->nnameservers);
   o->search = strlist_dup(&s->ci_search_domains, &o->nsearch);
   o->ci_upgrade = s->ci_upgrade_packages;
@@ -340,15 +359,17 @@ int pve_spec_build(struct pve_provider *pp, const struct carp_nodeclass *nc,
   o->name = carp_strdup(claim->meta.name ? claim->meta.name : "");
   o->uid = carp_strdup(claim->meta.uid ? claim->meta.uid : "");
   {
-    const char *np = carp_kvset_get(claim->meta.labels, CARP_LABEL_NODEPOOL_KEY);
+    const char *np =
+        carp_kvset_get(claim->meta.labels, CARP_LABEL_NODEPOOL_KEY);
     o->nodepool = carp_strdup(np ? np : "");
   }
   o->reqs = claim->spec.requirements;
   o->nreqs = claim->spec.nrequirements;
   if (o->userdata_mode) {
     if (!userdata) {
-      snprintf(msg, msg_size, "bootstrap mode UserData but no user-data template "
-                              "was passed to the provider");
+      snprintf(msg, msg_size,
+               "bootstrap mode UserData but no user-data template "
+               "was passed to the provider");
       return CARP_EINVAL;
     }
     o->userdata = carp_strndup(userdata, userdata_len);
@@ -389,7 +410,8 @@ int pve_spec_build(struct pve_provider *pp, const struct carp_nodeclass *nc,
     if (!fits_requests(claim, &ov))
       continue;
     snprintf(o->types[n].name, sizeof(o->types[n].name), "%s", types[i].name);
-    snprintf(o->types[n].family, sizeof(o->types[n].family), "%s", types[i].family);
+    snprintf(o->types[n].family, sizeof(o->types[n].family), "%s",
+             types[i].family);
     o->types[n].cpu = types[i].cpu;
     o->types[n].memory = types[i].memory;
     o->types[n].price = types[i].price;
@@ -399,16 +421,18 @@ int pve_spec_build(struct pve_provider *pp, const struct carp_nodeclass *nc,
   o->ntypes = n;
   qsort(o->types, n, sizeof(*o->types), cmp_type);
   if (!n && !pve_claim_annotation(claim)) {
-    snprintf(msg, msg_size,
-             "no instance type of ProxmoxNodeClass %s satisfies the NodeClaim's "
-             "requirements and fits its requests",
-             nc->meta.name);
+    snprintf(
+        msg, msg_size,
+        "no instance type of ProxmoxNodeClass %s satisfies the NodeClaim's "
+        "requirements and fits its requests",
+        nc->meta.name);
     return CARP_EINSUFFICIENT_CAPACITY;
   }
   return 0;
 }
 
-/* --- results ------------------------------------------------------------------- */
+/* --- results
+ * ------------------------------------------------------------------- */
 
 void pve_fill_resources(const struct carp_nodeclass *nc,
                         struct carp_provider_instance *inst)
@@ -454,7 +478,8 @@ int pve_instance_types(struct pve_provider *pp, const struct carp_nodeclass *nc,
     q.ntags = s.ntmpl_tags;
     q.shared = s.tmpl_shared;
     for (hi = 0; hi < r->inv.nhosts && !tdisk; hi++) {
-      const struct pve_guest *g = pve_template_for(r, &q, r->inv.hosts[hi].name);
+      const struct pve_guest *g =
+          pve_template_for(r, &q, r->inv.hosts[hi].name);
       if (g)
         tdisk = g->maxdisk;
     }
@@ -487,8 +512,10 @@ int pve_instance_types(struct pve_provider *pp, const struct carp_nodeclass *nc,
 int pve_is_drifted(struct pve_provider *pp, const struct carp_nodeclaim *claim,
                    const struct carp_nodeclass *nc, const char **reason)
 {
-  const char *hash = carp_kvset_get(claim->meta.annotations, CARP_ANN_NODECLASS_HASH);
-  const char *ver = carp_kvset_get(claim->meta.annotations, CARP_ANN_NODECLASS_HASH_VER);
+  const char *hash =
+      carp_kvset_get(claim->meta.annotations, CARP_ANN_NODECLASS_HASH);
+  const char *ver =
+      carp_kvset_get(claim->meta.annotations, CARP_ANN_NODECLASS_HASH_VER);
   const char *image = claim->status.image_id;
   const char *zone = carp_kvset_get(claim->meta.labels, CARP_LABEL_ZONE);
   char region[64], azone[64];
@@ -500,12 +527,14 @@ int pve_is_drifted(struct pve_provider *pp, const struct carp_nodeclaim *claim,
   const char *slash;
 
   *reason = "";
-  if (hash && ver && nc->status.spec_hash && !strcmp(ver, CARP_NODECLASS_HASH_VERSION) &&
+  if (hash && ver && nc->status.spec_hash &&
+      !strcmp(ver, CARP_NODECLASS_HASH_VERSION) &&
       strcmp(hash, nc->status.spec_hash) != 0) {
     *reason = CARP_DRIFT_NODECLASS;
     return 0;
   }
-  if (!image || !(slash = strchr(image, '/')) || (size_t)(slash - image) >= sizeof(region))
+  if (!image || !(slash = strchr(image, '/')) ||
+      (size_t)(slash - image) >= sizeof(region))
     return 0;
   snprintf(region, sizeof(region), "%.*s", (int)(slash - image), image);
   tvmid = strtoll(slash + 1, NULL, 10);

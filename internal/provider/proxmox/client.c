@@ -29,9 +29,9 @@ struct carp_pve_client {
   uv_loop_t *loop;
   struct carp_http_client *http;
   char *region;
-  char *base;       /* .../api2/json */
+  char *base; /* .../api2/json */
   char *token_id;
-  char *auth;       /* "PVEAPIToken=<id>=<secret>"; wiped on close */
+  char *auth; /* "PVEAPIToken=<id>=<secret>"; wiped on close */
   uint64_t timeout_ms;
   struct carp_pve_call *calls;
   int closing;
@@ -129,7 +129,8 @@ int carp_pve_form_add_sshkeys(struct carp_pve_form *f, const char *const *keys,
   return rc;
 }
 
-/* --- errors ----------------------------------------------------------------- */
+/* --- errors -----------------------------------------------------------------
+ */
 
 static int contains(const char *text, const char *needle)
 {
@@ -147,7 +148,8 @@ int carp_pve_classify(const char *text, int fallback)
       contains(text, "no such vm") || contains(text, "not found"))
     return CARP_ENOTFOUND;
   if (contains(text, "VM is locked") || contains(text, "got timeout") ||
-      contains(text, "can't lock file") || contains(text, "lock request timeout"))
+      contains(text, "can't lock file") ||
+      contains(text, "lock request timeout"))
     return CARP_EAGAIN;
   if (contains(text, "no quorum") || contains(text, "cluster not ready"))
     return CARP_EUNAVAIL;
@@ -187,8 +189,9 @@ static void trim_end(struct carp_buf *b)
 }
 
 /* Builds the message of a failed answer from the envelope and status line. */
-static void error_message(struct carp_buf *msg, const struct carp_http_response *resp,
-                          yajl_val root, const char *region)
+static void error_message(struct carp_buf *msg,
+                          const struct carp_http_response *resp, yajl_val root,
+                          const char *region)
 {
   const char *m = root ? carp_json_str(root, "message", NULL) : NULL;
   yajl_val errors = root ? carp_json_obj(root, "errors", NULL) : NULL;
@@ -213,15 +216,18 @@ static void error_message(struct carp_buf *msg, const struct carp_http_response 
     }
   }
   if (resp->status == 401)
-    carp_buf_printf(msg, " (HTTP 401 from region %s: check tokenID and "
-                         "tokenSecret)", region);
+    carp_buf_printf(msg,
+                    " (HTTP 401 from region %s: check tokenID and "
+                    "tokenSecret)",
+                    region);
   else if (resp->status == 595 || resp->status == 596)
     carp_buf_printf(msg, " (HTTP %ld: host unreachable)", resp->status);
   else
     carp_buf_printf(msg, " (HTTP %ld)", resp->status);
 }
 
-/* --- calls -------------------------------------------------------------------- */
+/* --- calls
+ * -------------------------------------------------------------------- */
 
 static void call_free(struct carp_pve_call *call)
 {
@@ -252,12 +258,12 @@ static void on_http_done(struct carp_http_request *req, int status,
   (void)req;
 
   call->req = NULL;
-  if ((status == CARP_EIO || status == CARP_ECONNECT) && call->retries_left > 0 &&
-      !c->closing && !strcmp(call->method, "GET")) {
+  if ((status == CARP_EIO || status == CARP_ECONNECT) &&
+      call->retries_left > 0 && !c->closing && !strcmp(call->method, "GET")) {
     call->retries_left--;
     CARP_LOG_DEBUG(PVE_LOG, "retrying a GET after a dropped connection",
-                   CARP_F_STR("region", c->region), CARP_F_STR("path", call->path),
-                   CARP_F_ERR(status));
+                   CARP_F_STR("region", c->region),
+                   CARP_F_STR("path", call->path), CARP_F_ERR(status));
     if (call_send(call) == 0)
       return;
   }
@@ -281,7 +287,8 @@ static void on_http_done(struct carp_http_request *req, int status,
     if (resp->body.len)
       carp_json_parse(resp->body.ptr, resp->body.len, &root, NULL);
     if (resp->status == 200) {
-      if (!root || !YAJL_IS_OBJECT(root) || !carp_json_get(root, "data", NULL)) {
+      if (!root || !YAJL_IS_OBJECT(root) ||
+          !carp_json_get(root, "data", NULL)) {
         r.err = CARP_EPARSE;
         carp_buf_puts(&msg, "answer is not a Proxmox API envelope");
       } else {
@@ -295,10 +302,11 @@ static void on_http_done(struct carp_http_request *req, int status,
     }
   }
   r.message = carp_buf_cstr(&msg);
-  CARP_LOG_DEBUG(PVE_LOG, "api call", CARP_F_STR("region", c->region),
-                 CARP_F_STR("method", call->method), CARP_F_STR("path", call->path),
-                 CARP_F_INT("status", r.status), CARP_F_INT("err", r.err),
-                 CARP_F_DURATION("duration", carp_time_mono_ms() - call->start_ms));
+  CARP_LOG_DEBUG(
+      PVE_LOG, "api call", CARP_F_STR("region", c->region),
+      CARP_F_STR("method", call->method), CARP_F_STR("path", call->path),
+      CARP_F_INT("status", r.status), CARP_F_INT("err", r.err),
+      CARP_F_DURATION("duration", carp_time_mono_ms() - call->start_ms));
   call->cb(&r, call->arg);
   carp_json_free(root);
   carp_buf_free(&msg);
@@ -413,14 +421,16 @@ int carp_pve_upload_start(struct carp_pve_client *c, const char *path,
            (unsigned long long)carp_rand_u64(carp_rand_global()));
   carp_buf_init(&body, 128 * 1024 * 1024);
   for (i = 0; i + 1 < nfields; i += 2)
-    carp_buf_printf(&body,
-                    "--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n"
-                    "%s\r\n",
-                    boundary, fields[i], fields[i + 1]);
-  carp_buf_printf(&body,
-                  "--%s\r\nContent-Disposition: form-data; name=\"%s\"; "
-                  "filename=\"%s\"\r\nContent-Type: application/octet-stream\r\n\r\n",
-                  boundary, file_field, filename);
+    carp_buf_printf(
+        &body,
+        "--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n"
+        "%s\r\n",
+        boundary, fields[i], fields[i + 1]);
+  carp_buf_printf(
+      &body,
+      "--%s\r\nContent-Disposition: form-data; name=\"%s\"; "
+      "filename=\"%s\"\r\nContent-Type: application/octet-stream\r\n\r\n",
+      boundary, file_field, filename);
   carp_buf_append(&body, data, len);
   carp_buf_printf(&body, "\r\n--%s--\r\n", boundary);
   if (body.overflowed) {
@@ -455,9 +465,11 @@ void carp_pve_call_cancel(struct carp_pve_call *call)
     carp_http_request_cancel(call->req);
 }
 
-/* --- the client ------------------------------------------------------------------ */
+/* --- the client
+ * ------------------------------------------------------------------ */
 
-int carp_pve_client_new(uv_loop_t *loop, const struct carp_pve_cluster_config *cfg,
+int carp_pve_client_new(uv_loop_t *loop,
+                        const struct carp_pve_cluster_config *cfg,
                         const struct carp_pve_client_options *opts,
                         struct carp_pve_client **out)
 {
@@ -466,15 +478,16 @@ int carp_pve_client_new(uv_loop_t *loop, const struct carp_pve_cluster_config *c
   struct carp_buf auth;
   int rc;
 
-  if (!loop || !cfg || !cfg->url || !cfg->token_id || !cfg->token_secret || !out)
+  if (!loop || !cfg || !cfg->url || !cfg->token_id || !cfg->token_secret ||
+      !out)
     return CARP_EINVAL;
   memset(&ho, 0, sizeof(ho));
   ho.tls.ca_file = cfg->ca_file;
   ho.tls.cert_sha256 = cfg->fingerprint;
   ho.tls.insecure = cfg->insecure;
   ho.user_agent = opts ? opts->user_agent : NULL;
-  ho.connect_timeout_ms = opts && opts->connect_timeout_ms ? opts->connect_timeout_ms
-                                                           : 10000;
+  ho.connect_timeout_ms =
+      opts && opts->connect_timeout_ms ? opts->connect_timeout_ms : 10000;
   c = CARP_NEW(struct carp_pve_client);
   rc = carp_http_client_new(loop, &ho, &c->http);
   if (rc) {

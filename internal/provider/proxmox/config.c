@@ -31,7 +31,8 @@ static int fail(char **err, const struct carp_yaml_doc *doc,
   va_list ap;
   carp_buf_init(&b, 4096);
   if (n)
-    carp_buf_printf(&b, "%s:%zu:%zu: ", doc->source ? doc->source : "pve-config",
+    carp_buf_printf(&b,
+                    "%s:%zu:%zu: ", doc->source ? doc->source : "pve-config",
                     n->line, n->col);
   else
     carp_buf_printf(&b, "%s: ", doc->source ? doc->source : "pve-config");
@@ -123,7 +124,7 @@ static char *read_secret_file(const char *path, int *rc)
 }
 
 static const char *const known_keys[] = {
-    "region", "url", "tokenID", "tokenSecret", "tokenSecretFile",
+    "region", "url",         "tokenID",  "tokenSecret", "tokenSecretFile",
     "caFile", "fingerprint", "insecure", NULL};
 
 static int str_field(const struct carp_yaml_doc *doc,
@@ -249,8 +250,8 @@ static int parse_cluster(const struct carp_yaml_doc *doc,
   return 0;
 }
 
-static int parse_doc(const struct carp_yaml_doc *doc, struct carp_pve_config *out,
-                     char **err)
+static int parse_doc(const struct carp_yaml_doc *doc,
+                     struct carp_pve_config *out, char **err)
 {
   const struct carp_yaml_node *root = doc->root, *cl;
   size_t i, j;
@@ -264,8 +265,7 @@ static int parse_doc(const struct carp_yaml_doc *doc, struct carp_pve_config *ou
                   "unknown key \"%s\" (known: clusters)", root->keys[i]);
   cl = carp_yaml_get(root, "clusters");
   if (!cl || cl->type != CARP_YAML_SEQUENCE || cl->len == 0)
-    return fail(err, doc, cl ? cl : root,
-                "clusters: must be a non-empty list");
+    return fail(err, doc, cl ? cl : root, "clusters: must be a non-empty list");
   out->clusters = carp_calloc(cl->len, sizeof(*out->clusters));
   out->nclusters = cl->len;
   for (i = 0; i < cl->len; i++) {

@@ -41,9 +41,9 @@
 #include "carpenter/timeutil.h"
 #include "pve_int.h"
 
-#define MiB (1024LL * 1024)
-#define GiB (1024LL * 1024 * 1024)
-#define MAX_VMID_TRIES 8
+#define MiB             (1024LL * 1024)
+#define GiB             (1024LL * 1024 * 1024)
+#define MAX_VMID_TRIES  8
 #define MAX_CLONE_TRIES 3
 
 struct pve_create {
@@ -111,7 +111,8 @@ static void vm_path(char *out, size_t size, const char *node, int64_t vmid,
   snprintf(out, size, "/nodes/%s/qemu/%" PRId64 "%s", node, vmid, suffix);
 }
 
-/* --- the end ------------------------------------------------------------------ */
+/* --- the end
+ * ------------------------------------------------------------------ */
 
 static void release(struct pve_create *c, int keep_hold)
 {
@@ -147,7 +148,8 @@ static void on_canceled(struct pve_op *op)
 
 static void fail_now(struct pve_create *c)
 {
-  CARP_LOG_WARN(PVE_LOG, "create failed", CARP_F_STR("nodeclaim", c->spec->name),
+  CARP_LOG_WARN(PVE_LOG, "create failed",
+                CARP_F_STR("nodeclaim", c->spec->name),
                 CARP_F_STR("region", c->region ? c->region->name : ""),
                 CARP_F_STR("zone", c->zone), CARP_F_INT("vmid", c->vmid),
                 CARP_F_STR("reason", c->err.reason),
@@ -186,7 +188,8 @@ static void succeed(struct pve_create *c)
   snprintf(inst.instance_type, sizeof(inst.instance_type), "%s", c->type_name);
   if (c->type < c->spec->ntypes &&
       !strcmp(c->spec->types[c->type].name, c->type_name))
-    snprintf(inst.family, sizeof(inst.family), "%s", c->spec->types[c->type].family);
+    snprintf(inst.family, sizeof(inst.family), "%s",
+             c->spec->types[c->type].family);
   inst.cpu = c->cpu;
   inst.memory = c->memory;
   snprintf(inst.capacity_type, sizeof(inst.capacity_type), "%s",
@@ -221,7 +224,8 @@ static void succeed(struct pve_create *c)
   pve_op_done(&c->op);
 }
 
-/* --- rollback ------------------------------------------------------------------ */
+/* --- rollback
+ * ------------------------------------------------------------------ */
 
 static void rb_next(struct pve_create *c);
 
@@ -230,8 +234,9 @@ static void rb_task_done(struct pve_op *op, int err, const char *msg)
   struct pve_create *c = C(op);
   if (err)
     CARP_LOG_WARN(PVE_LOG, "rollback step failed",
-                  CARP_F_STR("nodeclaim", c->spec->name), CARP_F_INT("vmid", c->vmid),
-                  CARP_F_INT("stage", c->rb_stage), CARP_F_STR("reason", msg));
+                  CARP_F_STR("nodeclaim", c->spec->name),
+                  CARP_F_INT("vmid", c->vmid), CARP_F_INT("stage", c->rb_stage),
+                  CARP_F_STR("reason", msg));
   if (err && c->rb_stage == 3) {
     /* The delete task failed: leave the rest; the lifecycle controller's
      * delete (or the garbage collector) retries. */
@@ -246,10 +251,10 @@ static void rb_answer(struct pve_op *op, const struct carp_pve_result *r)
   struct pve_create *c = C(op);
   if (r->err) {
     if (r->err != CARP_ENOTFOUND)
-      CARP_LOG_WARN(PVE_LOG, "rollback step failed",
-                    CARP_F_STR("nodeclaim", c->spec->name),
-                    CARP_F_INT("vmid", c->vmid), CARP_F_INT("stage", c->rb_stage),
-                    CARP_F_STR("reason", r->message));
+      CARP_LOG_WARN(
+          PVE_LOG, "rollback step failed",
+          CARP_F_STR("nodeclaim", c->spec->name), CARP_F_INT("vmid", c->vmid),
+          CARP_F_INT("stage", c->rb_stage), CARP_F_STR("reason", r->message));
     if (c->rb_stage == 2 || c->rb_stage == 3) {
       if (r->err == CARP_ENOTFOUND) {
         c->rb_stage = 4; /* the VM is gone already */
@@ -330,7 +335,8 @@ static void rb_next(struct pve_create *c)
     /* fall through */
   default:
     CARP_LOG_INFO(PVE_LOG, "rolled back a failed create",
-                  CARP_F_STR("nodeclaim", c->spec->name), CARP_F_INT("vmid", c->vmid));
+                  CARP_F_STR("nodeclaim", c->spec->name),
+                  CARP_F_INT("vmid", c->vmid));
     fail_now(c);
     return;
   }
@@ -343,12 +349,14 @@ static void rollback(struct pve_create *c)
   rb_next(c);
 }
 
-/* --- start --------------------------------------------------------------------- */
+/* --- start
+ * --------------------------------------------------------------------- */
 
 static int out_of_capacity(const char *msg)
 {
   return strstr(msg, "QEMU exited with code") || strstr(msg, "vcpus allowed") ||
-         strcasestr(msg, "out of memory") || strcasestr(msg, "Cannot allocate memory");
+         strcasestr(msg, "out of memory") ||
+         strcasestr(msg, "Cannot allocate memory");
 }
 
 static void on_start_task(struct pve_op *op, int err, const char *msg)
@@ -390,7 +398,8 @@ static void start_vm(struct pve_create *c)
   pve_op_call(&c->op, c->region, "POST", path, NULL, 0, on_start);
 }
 
-/* --- resize --------------------------------------------------------------------- */
+/* --- resize
+ * --------------------------------------------------------------------- */
 
 static void on_resize_task(struct pve_op *op, int err, const char *msg)
 {
@@ -407,8 +416,8 @@ static void on_resize(struct pve_op *op, const struct carp_pve_result *r)
 {
   struct pve_create *c = C(op);
   if (r->err) {
-    fail(c, r->err, CARP_REASON_CONFIGURE_FAILED, "disk resize refused: ",
-         r->message);
+    fail(c, r->err, CARP_REASON_CONFIGURE_FAILED,
+         "disk resize refused: ", r->message);
     return;
   }
   if (r->data && YAJL_IS_STRING(r->data)) { /* PVE 8+: a task */
@@ -439,7 +448,8 @@ static void resize(struct pve_create *c)
       c->spec->boot_disk_size <= c->boot_size) {
     if (c->spec->boot_disk_size && !c->boot_dev[0])
       CARP_LOG_WARN(PVE_LOG, "no boot disk found to resize",
-                    CARP_F_STR("nodeclaim", c->spec->name), CARP_F_INT("vmid", c->vmid));
+                    CARP_F_STR("nodeclaim", c->spec->name),
+                    CARP_F_INT("vmid", c->vmid));
     start_vm(c);
     return;
   }
@@ -452,7 +462,8 @@ static void resize(struct pve_create *c)
   carp_pve_form_free(&f);
 }
 
-/* --- configure ------------------------------------------------------------------- */
+/* --- configure
+ * ------------------------------------------------------------------- */
 
 static void on_config_task(struct pve_op *op, int err, const char *msg)
 {
@@ -468,8 +479,8 @@ static void on_config_set(struct pve_op *op, const struct carp_pve_result *r)
 {
   struct pve_create *c = C(op);
   if (r->err) {
-    fail(c, r->err, CARP_REASON_CONFIGURE_FAILED, "configuration refused: ",
-         r->message);
+    fail(c, r->err, CARP_REASON_CONFIGURE_FAILED,
+         "configuration refused: ", r->message);
     return;
   }
   if (r->data && YAJL_IS_STRING(r->data)) {
@@ -484,9 +495,9 @@ static void on_config_set(struct pve_op *op, const struct carp_pve_result *r)
 static int is_net_model(const char *k, size_t n)
 {
   static const char *const models[] = {
-      "virtio", "e1000", "e1000e", "vmxnet3", "rtl8139", "e1000-82540em",
-      "e1000-82544gc", "e1000-82545em", "i82551", "i82557b", "i82559er",
-      "ne2k_isa", "ne2k_pci", "pcnet", NULL};
+      "virtio",        "e1000",         "e1000e",        "vmxnet3", "rtl8139",
+      "e1000-82540em", "e1000-82544gc", "e1000-82545em", "i82551",  "i82557b",
+      "i82559er",      "ne2k_isa",      "ne2k_pci",      "pcnet",   NULL};
   size_t i;
   for (i = 0; models[i]; i++)
     if (strlen(models[i]) == n && !strncmp(models[i], k, n))
@@ -515,7 +526,8 @@ static void build_net(struct pve_create *c, struct carp_buf *b)
       /* kept via c->mac */
     } else if ((kl == 6 && !strncmp(p, "bridge", 6) && s->net_bridge) ||
                (kl == 3 && !strncmp(p, "tag", 3) && s->net_vlan) ||
-               (kl == 8 && !strncmp(p, "firewall", 8) && s->net_firewall >= 0) ||
+               (kl == 8 && !strncmp(p, "firewall", 8) &&
+                s->net_firewall >= 0) ||
                (kl == 3 && !strncmp(p, "mtu", 3) && s->net_mtu)) {
       /* replaced below */
     } else if (n) {
@@ -593,12 +605,14 @@ static void configure(struct pve_create *c)
     if (s->ci_user)
       carp_pve_form_add(&f, "ciuser", s->ci_user);
     if (s->nssh_keys)
-      carp_pve_form_add_sshkeys(&f, (const char *const *)s->ssh_keys, s->nssh_keys);
+      carp_pve_form_add_sshkeys(&f, (const char *const *)s->ssh_keys,
+                                s->nssh_keys);
     carp_buf_reset(&v);
     if (!s->ipv4_none)
       carp_buf_puts(&v, "ip=dhcp");
     if (s->ipv6)
-      carp_buf_printf(&v, "%sip6=%s", v.len ? "," : "", s->ipv6 == 1 ? "dhcp" : "auto");
+      carp_buf_printf(&v, "%sip6=%s", v.len ? "," : "",
+                      s->ipv6 == 1 ? "dhcp" : "auto");
     if (v.len)
       carp_pve_form_add(&f, "ipconfig0", carp_buf_cstr(&v));
     if (s->nnameservers) {
@@ -622,7 +636,8 @@ static void configure(struct pve_create *c)
   carp_pve_form_free(&f);
 }
 
-/* --- UserData: the NoCloud ISO ------------------------------------------------------ */
+/* --- UserData: the NoCloud ISO
+ * ------------------------------------------------------ */
 
 static void on_upload_task(struct pve_op *op, int err, const char *msg)
 {
@@ -639,8 +654,8 @@ static void on_upload(struct pve_op *op, const struct carp_pve_result *r)
   struct pve_create *c = C(op);
   carp_buf_free(&c->iso);
   if (r->err) {
-    fail(c, r->err, CARP_REASON_CONFIGURE_FAILED, "ISO upload refused: ",
-         r->message);
+    fail(c, r->err, CARP_REASON_CONFIGURE_FAILED,
+         "ISO upload refused: ", r->message);
     return;
   }
   c->iso_uploaded = 1;
@@ -672,32 +687,38 @@ static void upload_iso(struct pve_create *c)
                             c->uuid, c->mac, &c->iso, &err);
   }
   if (rc) {
-    fail(c, CARP_EINVALID, CARP_REASON_USERDATA_RENDER_FAILED, "user-data: ",
-         err ? err : carp_strerror(rc));
+    fail(c, CARP_EINVALID, CARP_REASON_USERDATA_RENDER_FAILED,
+         "user-data: ", err ? err : carp_strerror(rc));
     carp_free(err);
     return;
   }
   snprintf(fname, sizeof(fname), "carpenter-%" PRId64 ".iso", c->vmid);
-  snprintf(c->iso_volid, sizeof(c->iso_volid), "%s:iso/%s", c->spec->iso_storage,
-           fname);
+  snprintf(c->iso_volid, sizeof(c->iso_volid), "%s:iso/%s",
+           c->spec->iso_storage, fname);
   snprintf(path, sizeof(path), "/nodes/%s/storage/%s/upload", c->zone,
            c->spec->iso_storage);
-  pve_op_upload(&c->op, c->region, path, fields, 2, fname, c->iso.ptr, c->iso.len,
-                on_upload);
+  pve_op_upload(&c->op, c->region, path, fields, 2, fname, c->iso.ptr,
+                c->iso.len, on_upload);
 }
 
-/* --- the clone's config -------------------------------------------------------------- */
+/* --- the clone's config
+ * -------------------------------------------------------------- */
 
 static int64_t parse_size(const char *s)
 {
   char *end;
   double v = strtod(s, &end);
   switch (*end) {
-  case 'K': return (int64_t)(v * 1024);
-  case 'M': return (int64_t)(v * MiB);
-  case 'G': return (int64_t)(v * GiB);
-  case 'T': return (int64_t)(v * GiB * 1024);
-  default: return (int64_t)v;
+  case 'K':
+    return (int64_t)(v * 1024);
+  case 'M':
+    return (int64_t)(v * MiB);
+  case 'G':
+    return (int64_t)(v * GiB);
+  case 'T':
+    return (int64_t)(v * GiB * 1024);
+  default:
+    return (int64_t)v;
   }
 }
 
@@ -717,7 +738,8 @@ static int is_disk(const char *key, const char *value)
 
 static void find_boot_disk(struct pve_create *c, yajl_val conf)
 {
-  static const char *const fallback[] = {"virtio0", "scsi0", "sata0", "ide0", NULL};
+  static const char *const fallback[] = {"virtio0", "scsi0", "sata0", "ide0",
+                                         NULL};
   const char *boot = carp_json_str(conf, "boot", NULL);
   char dev[16] = "", size[32];
   const char *v;
@@ -838,15 +860,16 @@ static void on_config(struct pve_op *op, const struct carp_pve_result *r)
   if (r->err == CARP_ENOTFOUND && c->adopting) {
     /* The clone we were waiting for failed and removed itself. */
     CARP_LOG_INFO(PVE_LOG, "adopted VM is gone; cloning it again",
-                  CARP_F_STR("nodeclaim", c->spec->name), CARP_F_INT("vmid", c->vmid));
+                  CARP_F_STR("nodeclaim", c->spec->name),
+                  CARP_F_INT("vmid", c->vmid));
     c->adopting = 0;
     c->made = 0;
     clone_vm(c);
     return;
   }
   if (r->err) {
-    fail(c, r->err, CARP_REASON_CONFIGURE_FAILED, "reading the clone's config: ",
-         r->message);
+    fail(c, r->err, CARP_REASON_CONFIGURE_FAILED,
+         "reading the clone's config: ", r->message);
     return;
   }
   desc = carp_json_str(r->data, "description", NULL);
@@ -867,9 +890,10 @@ static void on_config(struct pve_op *op, const struct carp_pve_result *r)
   }
   if (c->adopting && strcmp(d.uid, c->spec->uid) != 0) {
     /* Checked again once unlocked: the description arrives with the clone. */
-    CARP_LOG_WARN(PVE_LOG, "annotated VMID belongs to another VM; choosing a new one",
-                  CARP_F_STR("nodeclaim", c->spec->name), CARP_F_INT("vmid", c->vmid),
-                  CARP_F_STR("owner", d.uid));
+    CARP_LOG_WARN(PVE_LOG,
+                  "annotated VMID belongs to another VM; choosing a new one",
+                  CARP_F_STR("nodeclaim", c->spec->name),
+                  CARP_F_INT("vmid", c->vmid), CARP_F_STR("owner", d.uid));
     c->adopting = 0;
     c->made = 0;
     place(c);
@@ -898,7 +922,8 @@ static void read_config(struct pve_create *c)
   pve_op_call(&c->op, c->region, "GET", path, NULL, 0, on_config);
 }
 
-/* --- clone ------------------------------------------------------------------------ */
+/* --- clone
+ * ------------------------------------------------------------------------ */
 
 static void reserve(struct pve_create *c);
 static void new_vmid(struct pve_create *c);
@@ -928,7 +953,8 @@ static void on_clone_task(struct pve_op *op, int err, const char *msg)
     /* Two clones raced onto one VMID and ours lost: nothing of ours exists. */
     c->made = 0;
     CARP_LOG_INFO(PVE_LOG, "VMID taken by a concurrent clone; choosing another",
-                  CARP_F_STR("nodeclaim", c->spec->name), CARP_F_INT("vmid", c->vmid));
+                  CARP_F_STR("nodeclaim", c->spec->name),
+                  CARP_F_INT("vmid", c->vmid));
     new_vmid(c);
     return;
   }
@@ -937,7 +963,8 @@ static void on_clone_task(struct pve_op *op, int err, const char *msg)
     /* Storage lock contention: the failed clone cleaned up after itself. */
     c->made = 0;
     CARP_LOG_INFO(PVE_LOG, "clone hit a storage lock; retrying",
-                  CARP_F_STR("nodeclaim", c->spec->name), CARP_F_STR("reason", msg));
+                  CARP_F_STR("nodeclaim", c->spec->name),
+                  CARP_F_STR("reason", msg));
     pve_op_defer(op, 1000u * (unsigned)c->clone_tries, retry_clone);
     return;
   }
@@ -955,7 +982,8 @@ static void on_clone(struct pve_op *op, const struct carp_pve_result *r)
     c->made = 0; /* a refused clone created nothing */
     if (r->err == CARP_EEXIST) {
       CARP_LOG_INFO(PVE_LOG, "VMID already exists; choosing another",
-                    CARP_F_STR("nodeclaim", c->spec->name), CARP_F_INT("vmid", c->vmid));
+                    CARP_F_STR("nodeclaim", c->spec->name),
+                    CARP_F_INT("vmid", c->vmid));
       new_vmid(c);
       return;
     }
@@ -967,11 +995,13 @@ static void on_clone(struct pve_op *op, const struct carp_pve_result *r)
     return;
   }
   if (!r->data || !YAJL_IS_STRING(r->data)) {
-    fail(c, CARP_EPARSE, CARP_REASON_CLONE_FAILED, "", "clone answered no task");
+    fail(c, CARP_EPARSE, CARP_REASON_CLONE_FAILED, "",
+         "clone answered no task");
     return;
   }
   snprintf(c->upid, sizeof(c->upid), "%s", r->data->u.string);
-  pve_op_task(op, c->region, c->upid, op->pp->o.clone_timeout_ms, 1, on_clone_task);
+  pve_op_task(op, c->region, c->upid, op->pp->o.clone_timeout_ms, 1,
+              on_clone_task);
 }
 
 static void clone_send(struct pve_op *op, int err)
@@ -1013,14 +1043,16 @@ static void clone_vm(struct pve_create *c)
   if (c->spec->full) {
     snprintf(key, sizeof(key), "%s/%s/%s", c->region->name, c->zone,
              c->spec->clone_storage ? c->spec->clone_storage : "");
-    pve_op_slot(&c->op, key, c->spec->max_full_clones > 0 ? c->spec->max_full_clones : 1,
+    pve_op_slot(&c->op, key,
+                c->spec->max_full_clones > 0 ? c->spec->max_full_clones : 1,
                 clone_send);
     return;
   }
   clone_send(&c->op, 0);
 }
 
-/* --- reserve ------------------------------------------------------------------------ */
+/* --- reserve
+ * ------------------------------------------------------------------------ */
 
 static void on_reserved(struct pve_op *op, int err)
 {
@@ -1037,12 +1069,14 @@ static void reserve(struct pve_create *c)
 {
   struct carp_provider_reservation res;
   char value[256];
-  snprintf(value, sizeof(value), "%s/%s/%" PRId64, c->region->name, c->zone, c->vmid);
+  snprintf(value, sizeof(value), "%s/%s/%" PRId64, c->region->name, c->zone,
+           c->vmid);
   res.region = c->region->name;
   res.zone = c->zone;
   res.vmid = c->vmid;
   res.value = value;
-  pve_op_reserve(&c->op, c->reserve, c->reserve_arg, c->claim, &res, on_reserved);
+  pve_op_reserve(&c->op, c->reserve, c->reserve_arg, c->claim, &res,
+                 on_reserved);
 }
 
 static void on_vmid(struct pve_op *op, int err, int64_t vmid, const char *msg)
@@ -1072,7 +1106,8 @@ static void new_vmid(struct pve_create *c)
   pve_vmid_alloc(&c->op, c->region, c->spec, on_vmid);
 }
 
-/* --- placement ------------------------------------------------------------------------ */
+/* --- placement
+ * ------------------------------------------------------------------------ */
 
 static void take(struct pve_create *c, const struct pve_choice *ch)
 {
@@ -1085,7 +1120,8 @@ static void take(struct pve_create *c, const struct pve_choice *ch)
   snprintf(c->zone, sizeof(c->zone), "%s", ch->host->name);
   c->tmpl_vmid = ch->tmpl->vmid;
   snprintf(c->tmpl_node, sizeof(c->tmpl_node), "%s", ch->tmpl->node);
-  snprintf(c->image, sizeof(c->image), "%s/%" PRId64, c->region->name, c->tmpl_vmid);
+  snprintf(c->image, sizeof(c->image), "%s/%" PRId64, c->region->name,
+           c->tmpl_vmid);
   if (c->hold)
     pve_hold_release(c->region, c->hold);
   c->hold = pve_hold_add(c->region, c->zone, t->cpu, t->memory);
@@ -1127,7 +1163,8 @@ static void place(struct pve_create *c)
   pve_vmid_alloc(&c->op, c->region, c->spec, on_vmid);
 }
 
-/* --- adoption ------------------------------------------------------------------------ */
+/* --- adoption
+ * ------------------------------------------------------------------------ */
 
 static void adopt(struct pve_create *c)
 {
@@ -1162,7 +1199,8 @@ static void adopt(struct pve_create *c)
     take(c, &ch);
     c->hold->vmid = c->vmid;
     CARP_LOG_INFO(PVE_LOG, "resuming a create: cloning onto the reserved VMID",
-                  CARP_F_STR("nodeclaim", c->spec->name), CARP_F_INT("vmid", c->vmid));
+                  CARP_F_STR("nodeclaim", c->spec->name),
+                  CARP_F_INT("vmid", c->vmid));
     clone_vm(c);
     return;
   }
@@ -1171,7 +1209,8 @@ static void adopt(struct pve_create *c)
   c->adopting = 1;
   c->made = 1;
   snprintf(c->zone, sizeof(c->zone), "%s", g->node);
-  rc = pve_place(c->op.pp, c->spec, r->name, g->node, NULL, &ch, msg, sizeof(msg));
+  rc = pve_place(c->op.pp, c->spec, r->name, g->node, NULL, &ch, msg,
+                 sizeof(msg));
   if (rc == 0) {
     take(c, &ch);
     c->hold->vmid = c->vmid;
@@ -1186,8 +1225,8 @@ static void adopt(struct pve_create *c)
     c->memory = t->memory;
   }
   CARP_LOG_INFO(PVE_LOG, "resuming a create: adopting the annotated VM",
-                CARP_F_STR("nodeclaim", c->spec->name), CARP_F_INT("vmid", c->vmid),
-                CARP_F_STR("zone", c->zone));
+                CARP_F_STR("nodeclaim", c->spec->name),
+                CARP_F_INT("vmid", c->vmid), CARP_F_STR("zone", c->zone));
   read_config(c);
 }
 
@@ -1207,7 +1246,9 @@ static void adopt_type(struct pve_create *c)
     }
 }
 
-/* --- begin ---------------------------------------------------------------------------- */
+/* --- begin
+ * ----------------------------------------------------------------------------
+ */
 
 static void refresh_next(struct pve_create *c);
 

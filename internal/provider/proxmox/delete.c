@@ -36,7 +36,7 @@ struct pve_delete {
   char iso_storage[64];
   char iso_volid[256];
   char upid[256];
-  int stopped;     /* the stop task ended */
+  int stopped; /* the stop task ended */
   int delete_tries;
   uint64_t t0;
 };
@@ -58,7 +58,8 @@ static void finish(struct pve_delete *d, int code, const char *reason_msg)
   if (code) {
     carp_provider_error_set(&e, code, "", "%s", reason_msg ? reason_msg : "");
     if (code != CARP_ENOTFOUND)
-      CARP_LOG_WARN(PVE_LOG, "delete failed", CARP_F_STR("region", d->region->name),
+      CARP_LOG_WARN(PVE_LOG, "delete failed",
+                    CARP_F_STR("region", d->region->name),
                     CARP_F_INT("vmid", d->vmid), CARP_F_ERR(code),
                     CARP_F_STR("reason", e.message));
   } else {
@@ -86,7 +87,8 @@ static void on_iso_deleted(struct pve_op *op, const struct carp_pve_result *r)
   struct pve_delete *d = D(op);
   if (r->err && r->err != CARP_ENOTFOUND)
     CARP_LOG_WARN(PVE_LOG, "could not remove the VM's ISO",
-                  CARP_F_STR("volume", d->iso_volid), CARP_F_STR("reason", r->message));
+                  CARP_F_STR("volume", d->iso_volid),
+                  CARP_F_STR("reason", r->message));
   finish(d, 0, NULL);
 }
 
@@ -184,7 +186,8 @@ static void on_stop(struct pve_op *op, const struct carp_pve_result *r)
   }
   if (r->data && YAJL_IS_STRING(r->data)) {
     snprintf(d->upid, sizeof(d->upid), "%s", r->data->u.string);
-    pve_op_task(op, d->region, d->upid, op->pp->o.stop_timeout_ms, 0, on_stop_task);
+    pve_op_task(op, d->region, d->upid, op->pp->o.stop_timeout_ms, 0,
+                on_stop_task);
     return;
   }
   destroy(d);
@@ -242,7 +245,8 @@ static void on_config(struct pve_op *op, const struct carp_pve_result *r)
         !strncmp(colon, suffix, strlen(suffix)) &&
         (colon[strlen(suffix)] == ',' || colon[strlen(suffix)] == '\0')) {
       snprintf(d->iso_storage, sizeof(d->iso_storage), "%.*s", (int)sl, ide2);
-      snprintf(d->iso_volid, sizeof(d->iso_volid), "%s%s", d->iso_storage, suffix);
+      snprintf(d->iso_volid, sizeof(d->iso_volid), "%s%s", d->iso_storage,
+               suffix);
     }
   }
   if (!strcmp(d->status, "stopped"))

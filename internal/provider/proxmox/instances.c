@@ -31,7 +31,7 @@ struct found {
 
 struct pve_list {
   struct pve_op op;
-  carp_provider_list_cb cb; /* list */
+  carp_provider_list_cb cb;    /* list */
   carp_provider_get_cb get_cb; /* get */
   void *arg;
   int64_t get_vmid; /* get: the VM; 0 for list */
@@ -95,19 +95,22 @@ static struct pve_desc *desc_put(struct pve_region *r, int64_t vmid)
   return d;
 }
 
-static void emit(struct pve_list *l, struct pve_region *r, const struct found *f,
-                 const struct pve_desc *d)
+static void emit(struct pve_list *l, struct pve_region *r,
+                 const struct found *f, const struct pve_desc *d)
 {
   struct carp_provider_instance *in;
   l->out = carp_reallocarray(l->out, l->nout + 1, sizeof(*l->out));
   in = &l->out[l->nout++];
   memset(in, 0, sizeof(*in));
-  carp_provider_id_format(r->name, f->vmid, in->provider_id, sizeof(in->provider_id));
+  carp_provider_id_format(r->name, f->vmid, in->provider_id,
+                          sizeof(in->provider_id));
   snprintf(in->region, sizeof(in->region), "%s", r->name);
   snprintf(in->zone, sizeof(in->zone), "%s", f->node);
   in->vmid = f->vmid;
-  snprintf(in->name, sizeof(in->name), "%s", f->name[0] ? f->name : d->nodeclaim);
-  snprintf(in->status, sizeof(in->status), "%s", f->status[0] ? f->status : "unknown");
+  snprintf(in->name, sizeof(in->name), "%s",
+           f->name[0] ? f->name : d->nodeclaim);
+  snprintf(in->status, sizeof(in->status), "%s",
+           f->status[0] ? f->status : "unknown");
   snprintf(in->instance_type, sizeof(in->instance_type), "%s", d->sku);
   in->cpu = d->cpu;
   in->memory = d->memory;
@@ -131,8 +134,9 @@ static void on_config(struct pve_op *op, const struct carp_pve_result *r)
   const struct found *f = &l->found[l->fi];
   if (r->err) {
     if (r->err != CARP_ENOTFOUND && !l->err.code)
-      carp_provider_error_set(&l->err, r->err, "", "region %s: VM %" PRId64 ": %s",
-                              reg->name, f->vmid, r->message);
+      carp_provider_error_set(&l->err, r->err, "",
+                              "region %s: VM %" PRId64 ": %s", reg->name,
+                              f->vmid, r->message);
     if (l->get_vmid) {
       if (r->err != CARP_ENOTFOUND)
         deliver(l, r->err);
@@ -147,7 +151,8 @@ static void on_config(struct pve_op *op, const struct carp_pve_result *r)
     const char *desc = carp_json_str(r->data, "description", NULL);
     int64_t cores = 0, sockets = 1, mem = 0;
     pve_description_parse(desc ? desc : "", d);
-    pve_smbios_sku(carp_json_str(r->data, "smbios1", NULL), d->sku, sizeof(d->sku));
+    pve_smbios_sku(carp_json_str(r->data, "smbios1", NULL), d->sku,
+                   sizeof(d->sku));
     carp_json_int(r->data, &cores, "cores", NULL);
     carp_json_int(r->data, &sockets, "sockets", NULL);
     if (carp_json_int(r->data, &mem, "memory", NULL) != 0) {

@@ -130,7 +130,8 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
         continue;
       if (s->nregions && !in_list(s->regions, s->nregions, r->name))
         continue;
-      if (!carp_requirements_allow(s->reqs, s->nreqs, CARP_LABEL_REGION, r->name))
+      if (!carp_requirements_allow(s->reqs, s->nreqs, CARP_LABEL_REGION,
+                                   r->name))
         continue;
       if (r->status != 0 || !r->inv.fetched_ms) {
         if (!region_err) {
@@ -179,8 +180,9 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
     }
   }
   if (!any_type) {
-    snprintf(msg, msg_size, "no instance type of the NodeClass satisfies the "
-                            "NodeClaim's requirements and requests");
+    snprintf(msg, msg_size,
+             "no instance type of the NodeClass satisfies the "
+             "NodeClaim's requirements and requests");
     return CARP_EINSUFFICIENT_CAPACITY;
   }
   if (!any_host) {
@@ -206,7 +208,8 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
       for (hi = 0; hi < r->inv.nhosts; hi++) {
         const struct pve_host *h = &r->inv.hosts[hi];
         if ((only_zone && strcmp(h->name, only_zone) != 0) || !h->online ||
-            !pve_zone_allowed(s, r->name, h->name) || !template_of(r, s, h->name))
+            !pve_zone_allowed(s, r->name, h->name) ||
+            !template_of(r, s, h->name))
           continue;
         if (!pve_ice_has(pp, t->name, r->name, h->name))
           pve_ice_add(pp, t->name, r->name, h->name);

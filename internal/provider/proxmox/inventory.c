@@ -143,7 +143,8 @@ int pve_tags_have(const char *tags, const char *tag)
   return 0;
 }
 
-/* --- holds, forgotten VMs ------------------------------------------------------ */
+/* --- holds, forgotten VMs
+ * ------------------------------------------------------ */
 
 struct pve_hold *pve_hold_add(struct pve_region *r, const char *host,
                               int64_t cpu, int64_t mem)
@@ -245,7 +246,8 @@ void pve_region_capacity(const struct pve_region *r, const struct pve_host *h,
   out->mem_free = (int64_t)((__int128)mem_base * mem_over / 100) - used_mem;
 }
 
-/* --- templates ----------------------------------------------------------------- */
+/* --- templates
+ * ----------------------------------------------------------------- */
 
 const struct pve_guest *pve_template_for(const struct pve_region *r,
                                          const struct pve_template_query *q,
@@ -276,7 +278,8 @@ const struct pve_guest *pve_template_for(const struct pve_region *r,
   return best;
 }
 
-/* --- refresh ------------------------------------------------------------------- */
+/* --- refresh
+ * ------------------------------------------------------------------- */
 
 static void refresh_done(struct pve_region *r, int err)
 {
@@ -316,11 +319,19 @@ static void prune(struct pve_region *r)
   r->ndescs = j;
 }
 
-static const char *const wanted_privs[] = {
-    "VM.Audit", "VM.Allocate", "VM.Clone", "VM.Config.CPU", "VM.Config.Memory",
-    "VM.Config.Disk", "VM.Config.Network", "VM.Config.Cloudinit",
-    "VM.Config.Options", "VM.PowerMgmt", "Datastore.AllocateSpace",
-    "Sys.Audit", NULL};
+static const char *const wanted_privs[] = {"VM.Audit",
+                                           "VM.Allocate",
+                                           "VM.Clone",
+                                           "VM.Config.CPU",
+                                           "VM.Config.Memory",
+                                           "VM.Config.Disk",
+                                           "VM.Config.Network",
+                                           "VM.Config.Cloudinit",
+                                           "VM.Config.Options",
+                                           "VM.PowerMgmt",
+                                           "Datastore.AllocateSpace",
+                                           "Sys.Audit",
+                                           NULL};
 
 static void on_permissions(const struct carp_pve_result *res, void *arg)
 {
@@ -375,7 +386,8 @@ static void on_permissions(const struct carp_pve_result *res, void *arg)
       int64_t v = 0;
       if (root && carp_json_int(root, &v, wanted_privs[i], NULL) == 0 && v)
         continue;
-      n += (size_t)snprintf(missing + n, n < sizeof(missing) ? sizeof(missing) - n : 0,
+      n += (size_t)snprintf(missing + n,
+                            n < sizeof(missing) ? sizeof(missing) - n : 0,
                             "%s%s", n ? "," : "", wanted_privs[i]);
       if (n >= sizeof(missing))
         n = sizeof(missing) - 1;

@@ -54,7 +54,7 @@ static void be32(unsigned char *p, uint32_t v)
 
 struct entry {
   const struct carp_iso_file *f;
-  char ident[16];         /* 8.3;1 */
+  char ident[16];           /* 8.3;1 */
   unsigned char jname[256]; /* UCS-2BE name + ";1" */
   size_t jlen;
   uint32_t extent;
@@ -220,7 +220,8 @@ static void volume_descriptor(unsigned char *d, int joliet, const char *label,
 static void path_tables(unsigned char *img, uint32_t lsec, uint32_t msec,
                         uint32_t rootext)
 {
-  unsigned char *l = img + (size_t)lsec * SECTOR, *m = img + (size_t)msec * SECTOR;
+  unsigned char *l = img + (size_t)lsec * SECTOR,
+                *m = img + (size_t)msec * SECTOR;
   l[0] = 1;
   le32(l + 2, rootext);
   l[6] = 1;
@@ -232,8 +233,18 @@ static void path_tables(unsigned char *img, uint32_t lsec, uint32_t msec,
 int carp_iso_build(const char *label, const struct carp_iso_file *files,
                    size_t n, struct carp_buf *out)
 {
-  enum { PVD = 16, SVD = 17, TERM = 18, LP = 19, MP = 20, JLP = 21, JMP = 22,
-         ROOT = 23, JROOT = 24, DATA = 25 };
+  enum {
+    PVD = 16,
+    SVD = 17,
+    TERM = 18,
+    LP = 19,
+    MP = 20,
+    JLP = 21,
+    JMP = 22,
+    ROOT = 23,
+    JROOT = 24,
+    DATA = 25
+  };
   struct entry *ents, **order;
   unsigned char *img = NULL, when[7], vtime[17], rec[256], su[256];
   uint32_t next = DATA, total;
@@ -269,7 +280,10 @@ int carp_iso_build(const char *label, const struct carp_iso_file *files,
       ents[i].jname[2 * k + 1] = (unsigned char)files[i].name[k];
     }
     ents[i].jlen = 2 * nl;
-    memcpy(ents[i].jname + ents[i].jlen, "\0;\0" "1", 4);
+    memcpy(ents[i].jname + ents[i].jlen,
+           "\0;\0"
+           "1",
+           4);
     ents[i].jlen += 4;
     ents[i].extent = next;
     next += (uint32_t)((files[i].len + SECTOR - 1) / SECTOR);
@@ -298,7 +312,8 @@ int carp_iso_build(const char *label, const struct carp_iso_file *files,
     sl += rr_px(su + sl, 040555, 2);
     su[sl] = 'E';
     su[sl + 1] = 'R';
-    su[sl + 2] = (unsigned char)(8 + strlen(er_id) + strlen(er_des) + strlen(er_src));
+    su[sl + 2] =
+        (unsigned char)(8 + strlen(er_id) + strlen(er_des) + strlen(er_src));
     su[sl + 3] = 1;
     su[sl + 4] = (unsigned char)strlen(er_id);
     su[sl + 5] = (unsigned char)strlen(er_des);
@@ -306,7 +321,8 @@ int carp_iso_build(const char *label, const struct carp_iso_file *files,
     su[sl + 7] = 1;
     memcpy(su + sl + 8, er_id, strlen(er_id));
     memcpy(su + sl + 8 + strlen(er_id), er_des, strlen(er_des));
-    memcpy(su + sl + 8 + strlen(er_id) + strlen(er_des), er_src, strlen(er_src));
+    memcpy(su + sl + 8 + strlen(er_id) + strlen(er_des), er_src,
+           strlen(er_src));
     sl += su[sl + 2];
     pos = dirrec(dir, &dot, 1, ROOT, SECTOR, 1, su, sl, when);
     sl = rr_px(su, 040555, 2);
@@ -359,8 +375,8 @@ int carp_iso_build(const char *label, const struct carp_iso_file *files,
     volume_descriptor(img + (size_t)PVD * SECTOR, 0, label, total, LP, MP, root,
                       vtime);
     dirrec(root, &dot, 1, JROOT, SECTOR, 1, NULL, 0, when);
-    volume_descriptor(img + (size_t)SVD * SECTOR, 1, label, total, JLP, JMP, root,
-                      vtime);
+    volume_descriptor(img + (size_t)SVD * SECTOR, 1, label, total, JLP, JMP,
+                      root, vtime);
     img[(size_t)TERM * SECTOR] = 255;
     memcpy(img + (size_t)TERM * SECTOR + 1, "CD001", 5);
     img[(size_t)TERM * SECTOR + 6] = 1;

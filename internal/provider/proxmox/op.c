@@ -69,7 +69,8 @@ static void defer_step(struct pve_op *op, int err, pve_step_k k)
   pve_op_defer(op, 0, run_step);
 }
 
-/* --- calls ------------------------------------------------------------------- */
+/* --- calls -------------------------------------------------------------------
+ */
 
 static void on_call(const struct carp_pve_result *r, void *arg)
 {
@@ -128,14 +129,16 @@ void pve_op_upload(struct pve_op *op, struct pve_region *r, const char *path,
   }
   op->wait = PVE_W_CALL;
   rc = carp_pve_upload_start(r->client, path, fields, nfields, "filename",
-                             filename, data, len, 120000, on_call, op, &op->call);
+                             filename, data, len, 120000, on_call, op,
+                             &op->call);
   if (rc) {
     op->step_err = rc;
     pve_op_defer(op, 0, run_failed_call);
   }
 }
 
-/* --- tasks ------------------------------------------------------------------- */
+/* --- tasks -------------------------------------------------------------------
+ */
 
 static void on_task(int err, const char *msg, void *arg)
 {
@@ -181,7 +184,8 @@ void pve_op_task(struct pve_op *op, struct pve_region *r, const char *upid,
   }
 }
 
-/* --- refresh ----------------------------------------------------------------- */
+/* --- refresh -----------------------------------------------------------------
+ */
 
 static void on_refreshed(struct pve_waiter *w, int err)
 {
@@ -210,7 +214,8 @@ void pve_op_refresh(struct pve_op *op, struct pve_region *r, pve_step_k k)
   }
 }
 
-/* --- full-clone slots ------------------------------------------------------- */
+/* --- full-clone slots -------------------------------------------------------
+ */
 
 static void on_slot(struct pve_slot_waiter *w)
 {
@@ -236,7 +241,8 @@ void pve_op_slot(struct pve_op *op, const char *key, int limit, pve_step_k k)
   op->wait = PVE_W_SLOT;
 }
 
-/* --- the reserve hook ---------------------------------------------------------- */
+/* --- the reserve hook
+ * ---------------------------------------------------------- */
 
 static void on_reserved(void *token, int status)
 {
@@ -266,7 +272,8 @@ void pve_op_reserve(struct pve_op *op, carp_provider_reserve_fn fn, void *arg,
   fn(nc, res, on_reserved, t, arg);
 }
 
-/* --- cancel and done ------------------------------------------------------------ */
+/* --- cancel and done
+ * ------------------------------------------------------------ */
 
 void pve_op_cancel(struct pve_op *op)
 {

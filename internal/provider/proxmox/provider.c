@@ -32,10 +32,11 @@ struct pve_region *pve_region_find(struct pve_provider *pp, const char *name)
   return NULL;
 }
 
-/* --- the ICE cache --------------------------------------------------------- */
+/* --- the ICE cache ---------------------------------------------------------
+ */
 
-static void ice_key(char *out, size_t size, const char *type, const char *region,
-                    const char *zone)
+static void ice_key(char *out, size_t size, const char *type,
+                    const char *region, const char *zone)
 {
   snprintf(out, size, "%s\n%s\n%s", type, region, zone);
 }
@@ -55,7 +56,8 @@ void pve_ice_add(struct pve_provider *pp, const char *type, const char *region,
   e->until_ms = carp_time_mono_ms() + pp->o.ice_ttl_ms;
   CARP_LOG_INFO(PVE_LOG, "offering marked unavailable (insufficient capacity)",
                 CARP_F_STR("instanceType", type), CARP_F_STR("region", region),
-                CARP_F_STR("zone", zone), CARP_F_DURATION("ttl", pp->o.ice_ttl_ms));
+                CARP_F_STR("zone", zone),
+                CARP_F_DURATION("ttl", pp->o.ice_ttl_ms));
 }
 
 int pve_ice_has(struct pve_provider *pp, const char *type, const char *region,
@@ -80,7 +82,8 @@ int carp_pve_provider_ice_cached(struct carp_provider *p, const char *type,
   return pve_ice_has(PP(p), type, region, zone);
 }
 
-/* --- full-clone slots ------------------------------------------------------- */
+/* --- full-clone slots -------------------------------------------------------
+ */
 
 static struct pve_slot *slot_get(struct pve_provider *pp, const char *key,
                                  int create)
@@ -165,7 +168,8 @@ void pve_slot_unwait(struct pve_provider *pp, const char *key,
   slot_drop(pp, s);
 }
 
-/* --- spec ---------------------------------------------------------------------- */
+/* --- spec
+ * ---------------------------------------------------------------------- */
 
 char **pve_strv_dup(const char *const *v, size_t n)
 {
@@ -223,7 +227,8 @@ void pve_vm_spec_free(struct pve_vm_spec *s)
   memset(s, 0, sizeof(*s));
 }
 
-/* --- refresh ------------------------------------------------------------------- */
+/* --- refresh
+ * ------------------------------------------------------------------- */
 
 static void on_refresh_timer(uv_timer_t *t)
 {
@@ -327,7 +332,8 @@ struct carp_pve_client *carp_pve_provider_client(struct carp_provider *p,
   return r ? r->client : NULL;
 }
 
-/* --- close ---------------------------------------------------------------------- */
+/* --- close
+ * ---------------------------------------------------------------------- */
 
 static void free_provider(struct pve_provider *pp)
 {
@@ -394,7 +400,8 @@ void pve_provider_maybe_closed(struct pve_provider *pp)
     carp_pve_client_close(pp->regions[i].client, on_client_closed, pp);
 }
 
-/* --- the vtable -------------------------------------------------------------------- */
+/* --- the vtable
+ * -------------------------------------------------------------------- */
 
 int pve_spec_build(struct pve_provider *pp, const struct carp_nodeclass *nc,
                    const struct carp_nodeclaim *claim, const char *userdata,
@@ -468,7 +475,8 @@ static int fail_early(struct pve_provider *pp, int code, const char *reason,
   return 0;
 }
 
-static int v_create(struct carp_provider *p, const struct carp_provider_create_req *req,
+static int v_create(struct carp_provider *p,
+                    const struct carp_provider_create_req *req,
                     carp_provider_create_cb cb, void *arg,
                     struct carp_provider_op **out)
 {
@@ -486,8 +494,8 @@ static int v_create(struct carp_provider *p, const struct carp_provider_create_r
   if (out)
     *out = NULL;
   if (pve_nodeclass_ready(req->nodeclass, msg, sizeof(msg)))
-    return fail_early(pp, CARP_ENODECLASS_NOT_READY, CARP_REASON_NODECLASS_NOT_READY,
-                      msg, cb, arg);
+    return fail_early(pp, CARP_ENODECLASS_NOT_READY,
+                      CARP_REASON_NODECLASS_NOT_READY, msg, cb, arg);
   spec = CARP_NEW(struct pve_vm_spec);
   rc = pve_spec_build(pp, req->nodeclass, req->nodeclaim, req->userdata,
                       req->userdata_len, spec, msg, sizeof(msg));
@@ -495,8 +503,9 @@ static int v_create(struct carp_provider *p, const struct carp_provider_create_r
     pve_vm_spec_free(spec);
     carp_free(spec);
     return fail_early(pp, rc,
-                      rc == CARP_EINSUFFICIENT_CAPACITY ? CARP_REASON_INSUFFICIENT_CAPACITY
-                                                        : CARP_REASON_LAUNCH_FAILED,
+                      rc == CARP_EINSUFFICIENT_CAPACITY
+                          ? CARP_REASON_INSUFFICIENT_CAPACITY
+                          : CARP_REASON_LAUNCH_FAILED,
                       msg, cb, arg);
   }
   x = CARP_NEW(struct create_ctx);
@@ -517,7 +526,8 @@ static int v_create(struct carp_provider *p, const struct carp_provider_create_r
   return 0;
 }
 
-static int v_delete(struct carp_provider *p, const struct carp_provider_delete_req *req,
+static int v_delete(struct carp_provider *p,
+                    const struct carp_provider_delete_req *req,
                     carp_provider_done_cb cb, void *arg,
                     struct carp_provider_op **out)
 {
@@ -534,7 +544,8 @@ static int v_delete(struct carp_provider *p, const struct carp_provider_delete_r
 }
 
 static int v_get(struct carp_provider *p, const char *provider_id,
-                 carp_provider_get_cb cb, void *arg, struct carp_provider_op **out)
+                 carp_provider_get_cb cb, void *arg,
+                 struct carp_provider_op **out)
 {
   char region[64];
   int64_t vmid;
@@ -558,13 +569,15 @@ static int v_list(struct carp_provider *p, carp_provider_list_cb cb, void *arg,
   return rc;
 }
 
-static int v_instance_types(struct carp_provider *p, const struct carp_nodeclass *nc,
+static int v_instance_types(struct carp_provider *p,
+                            const struct carp_nodeclass *nc,
                             struct carp_provider_instance_types *out)
 {
   return pve_instance_types(PP(p), nc, out);
 }
 
-static int v_is_drifted(struct carp_provider *p, const struct carp_nodeclaim *claim,
+static int v_is_drifted(struct carp_provider *p,
+                        const struct carp_nodeclaim *claim,
                         const struct carp_nodeclass *nc, const char **reason)
 {
   return pve_is_drifted(PP(p), claim, nc, reason);
@@ -605,10 +618,11 @@ static const struct carp_provider_ops pve_ops = {
     .close = v_close,
 };
 
-/* --- construction ------------------------------------------------------------------- */
+/* --- construction
+ * ------------------------------------------------------------------- */
 
-static void cluster_tag(const char *name, char *cluster, size_t csize, char *tag,
-                        size_t tsize)
+static void cluster_tag(const char *name, char *cluster, size_t csize,
+                        char *tag, size_t tsize)
 {
   size_t i, n = 0;
   for (i = 0; name[i] && n + 1 < csize; i++) {
@@ -656,12 +670,13 @@ int carp_pve_provider_new(uv_loop_t *loop,
   DEF(task_poll_max_ms, 2000);
 #undef DEF
   cluster_tag(opts->cluster_name && *opts->cluster_name ? opts->cluster_name
-                                                         : "kubernetes",
+                                                        : "kubernetes",
               pp->cluster, sizeof(pp->cluster), pp->cluster_tag,
               sizeof(pp->cluster_tag));
   /* A deep copy of the configuration (secrets included). */
   pp->config.nclusters = opts->config->nclusters;
-  pp->config.clusters = carp_calloc(pp->config.nclusters, sizeof(*pp->config.clusters));
+  pp->config.clusters =
+      carp_calloc(pp->config.nclusters, sizeof(*pp->config.clusters));
   for (i = 0; i < pp->config.nclusters; i++) {
     const struct carp_pve_cluster_config *s = &opts->config->clusters[i];
     struct carp_pve_cluster_config *d = &pp->config.clusters[i];
@@ -704,11 +719,13 @@ int carp_pve_provider_new(uv_loop_t *loop,
   pp->slot_timer.data = pp;
   uv_unref((uv_handle_t *)&pp->refresh_timer);
   uv_unref((uv_handle_t *)&pp->slot_timer);
-  uv_timer_start(&pp->refresh_timer, on_refresh_timer, 0, pp->o.refresh_interval_ms);
+  uv_timer_start(&pp->refresh_timer, on_refresh_timer, 0,
+                 pp->o.refresh_interval_ms);
   if (opts->metrics)
     carp_provider_set_metrics(&pp->base, opts->metrics);
   CARP_LOG_INFO(PVE_LOG, "Proxmox provider started",
-                CARP_F_UINT("regions", pp->nregions), CARP_F_STR("cluster", pp->cluster));
+                CARP_F_UINT("regions", pp->nregions),
+                CARP_F_STR("cluster", pp->cluster));
   *out = &pp->base;
   return 0;
 }

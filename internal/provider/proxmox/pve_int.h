@@ -148,10 +148,10 @@ void pve_region_forget(struct pve_region *r, int64_t vmid);
 
 /* Templates. */
 struct pve_template_query {
-  const char *name;         /* NULL: any */
-  const char *const *tags;  /* all must match */
+  const char *name;        /* NULL: any */
+  const char *const *tags; /* all must match */
   size_t ntags;
-  int shared;               /* scope Shared */
+  int shared; /* scope Shared */
 };
 /* The template to clone for host zone: PerHost, the highest VMID on that
  * host; Shared, the highest VMID anywhere. NULL when none. */
@@ -426,9 +426,9 @@ int pve_create_start(struct pve_provider *pp, struct pve_vm_spec *spec,
                      carp_provider_reserve_fn reserve, void *reserve_arg,
                      carp_provider_create_cb cb, void *arg,
                      struct pve_op **out);
-int pve_delete_start(struct pve_provider *pp, const char *region,
-                     int64_t vmid, const char *uid, carp_provider_done_cb cb,
-                     void *arg, struct pve_op **out);
+int pve_delete_start(struct pve_provider *pp, const char *region, int64_t vmid,
+                     const char *uid, carp_provider_done_cb cb, void *arg,
+                     struct pve_op **out);
 int pve_get_start(struct pve_provider *pp, const char *region, int64_t vmid,
                   carp_provider_get_cb cb, void *arg, struct pve_op **out);
 int pve_list_start(struct pve_provider *pp, carp_provider_list_cb cb, void *arg,

@@ -126,7 +126,8 @@ int carp_pve_exitstatus_ok(const char *s)
   return 1;
 }
 
-/* --- waiting ------------------------------------------------------------------ */
+/* --- waiting
+ * ------------------------------------------------------------------ */
 
 struct carp_pve_task_wait {
   struct carp_pve_client *c;
@@ -144,7 +145,7 @@ struct carp_pve_task_wait {
   char *message; /* result text */
   int done;      /* result known; delivering from the timer */
   int canceled;
-  int last_err;  /* last transient poll error */
+  int last_err; /* last transient poll error */
   char last_msg[256];
 };
 
@@ -189,8 +190,10 @@ static void on_stopped(const struct carp_pve_result *r, void *arg)
   }
   if (r->err && r->err != CARP_ECANCELED)
     CARP_LOG_WARN(PVE_LOG, "could not stop a task past its deadline",
-                  CARP_F_STR("upid", w->upid), CARP_F_STR("reason", r->message));
-  snprintf(msg, sizeof(msg), "task %s did not finish in time (stopped)", w->upid);
+                  CARP_F_STR("upid", w->upid),
+                  CARP_F_STR("reason", r->message));
+  snprintf(msg, sizeof(msg), "task %s did not finish in time (stopped)",
+           w->upid);
   finish(w, CARP_ETIMEDOUT, msg);
 }
 

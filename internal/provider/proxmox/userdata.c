@@ -62,7 +62,8 @@ int carp_userdata_render(const char *tmpl, size_t len,
           p++;
         if (p + 1 < len && tmpl[p] == '}' && tmpl[p + 1] == '}') {
           for (k = 0; k < nvars; k++)
-            if (strlen(vars[k].name) == nl && !strncmp(vars[k].name, tmpl + ns, nl))
+            if (strlen(vars[k].name) == nl &&
+                !strncmp(vars[k].name, tmpl + ns, nl))
               break;
           if (k == nvars) {
             if (err) {
@@ -189,7 +190,8 @@ int pve_userdata_files(const struct pve_vm_spec *s, const char *provider_id,
   vars[7] = (struct carp_userdata_var){"VMID", vmid_s};
   vars[8] = (struct carp_userdata_var){"MaxPods", maxpods};
   vars[9] = (struct carp_userdata_var){"KubeReserved", s->var_kube_reserved};
-  vars[10] = (struct carp_userdata_var){"SystemReserved", s->var_system_reserved};
+  vars[10] =
+      (struct carp_userdata_var){"SystemReserved", s->var_system_reserved};
   vars[11] = (struct carp_userdata_var){"EvictionHard", s->var_eviction_hard};
 
   carp_buf_init(&ud, 1024 * 1024);
@@ -233,7 +235,8 @@ int pve_userdata_files(const struct pve_vm_spec *s, const char *provider_id,
     goto out;
   }
   files[0] = (struct carp_iso_file){"meta-data", md.ptr ? md.ptr : "", md.len};
-  files[1] = (struct carp_iso_file){"network-config", nc.ptr ? nc.ptr : "", nc.len};
+  files[1] =
+      (struct carp_iso_file){"network-config", nc.ptr ? nc.ptr : "", nc.len};
   files[2] = (struct carp_iso_file){"user-data", ud.ptr ? ud.ptr : "", ud.len};
   rc = carp_iso_build("cidata", files, 3, iso);
   if (rc && err)

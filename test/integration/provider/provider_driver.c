@@ -103,7 +103,8 @@ static void emit_err(struct carp_jw *w, int status,
   }
 }
 
-static void emit_inst(struct carp_jw *w, const struct carp_provider_instance *in)
+static void emit_inst(struct carp_jw *w,
+                      const struct carp_provider_instance *in)
 {
   carp_jw_kstr(w, "providerID", in->provider_id);
   carp_jw_kstr(w, "region", in->region);
@@ -126,7 +127,8 @@ static void emit_inst(struct carp_jw *w, const struct carp_provider_instance *in
   carp_jw_kint(w, "allocMemory", in->allocatable.memory);
 }
 
-/* --- objects ------------------------------------------------------------------ */
+/* --- objects
+ * ------------------------------------------------------------------ */
 
 static char *read_file(const char *path, size_t *len)
 {
@@ -162,49 +164,57 @@ static struct carp_objmeta *decode(const struct carp_kind *k, const char *text)
 
 static const char *want_region; /* create:region=R */
 
-static struct carp_nodeclaim *make_claim(const struct claim *c, const char *type,
-                                         const char *zone, const char *hash)
+static struct carp_nodeclaim *make_claim(const struct claim *c,
+                                         const char *type, const char *zone,
+                                         const char *hash)
 {
   struct carp_buf b;
   struct carp_objmeta *m;
   carp_buf_init(&b, CARP_BUF_UNLIMITED);
-  carp_buf_printf(&b,
-                  "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodeClaim\","
-                  "\"metadata\":{\"name\":\"%s\",\"uid\":\"%s\",\"resourceVersion\":\"1\","
-                  "\"labels\":{\"karpenter.sh/nodepool\":\"default\","
-                  "\"carpenter.dev/proxmoxnodeclass\":\"default\",\"team\":\"a\"},"
-                  "\"annotations\":{",
-                  c->name, c->uid);
+  carp_buf_printf(
+      &b,
+      "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodeClaim\","
+      "\"metadata\":{\"name\":\"%s\",\"uid\":\"%s\",\"resourceVersion\":\"1\","
+      "\"labels\":{\"karpenter.sh/nodepool\":\"default\","
+      "\"carpenter.dev/proxmoxnodeclass\":\"default\",\"team\":\"a\"},"
+      "\"annotations\":{",
+      c->name, c->uid);
   if (c->annotation[0])
     carp_buf_printf(&b, "\"%s\":\"%s\"", CARP_ANN_VM, c->annotation);
   if (hash)
-    carp_buf_printf(&b, "%s\"%s\":\"%s\",\"%s\":\"%s\"", c->annotation[0] ? "," : "",
-                    CARP_ANN_NODECLASS_HASH, hash, CARP_ANN_NODECLASS_HASH_VER,
-                    CARP_NODECLASS_HASH_VERSION);
-  carp_buf_printf(&b,
-                  "}},\"spec\":{\"nodeClassRef\":{\"group\":\"carpenter.dev\","
-                  "\"kind\":\"ProxmoxNodeClass\",\"name\":\"default\"},"
-                  "\"taints\":[{\"key\":\"dedicated\",\"value\":\"ci\",\"effect\":"
-                  "\"NoSchedule\"}],"
-                  "\"requirements\":[{\"key\":\"karpenter.sh/nodepool\",\"operator\":"
-                  "\"In\",\"values\":[\"default\"]},{\"key\":\"karpenter.sh/capacity-type\","
-                  "\"operator\":\"In\",\"values\":[\"on-demand\"]}");
+    carp_buf_printf(&b, "%s\"%s\":\"%s\",\"%s\":\"%s\"",
+                    c->annotation[0] ? "," : "", CARP_ANN_NODECLASS_HASH, hash,
+                    CARP_ANN_NODECLASS_HASH_VER, CARP_NODECLASS_HASH_VERSION);
+  carp_buf_printf(
+      &b, "}},\"spec\":{\"nodeClassRef\":{\"group\":\"carpenter.dev\","
+          "\"kind\":\"ProxmoxNodeClass\",\"name\":\"default\"},"
+          "\"taints\":[{\"key\":\"dedicated\",\"value\":\"ci\",\"effect\":"
+          "\"NoSchedule\"}],"
+          "\"requirements\":[{\"key\":\"karpenter.sh/nodepool\",\"operator\":"
+          "\"In\",\"values\":[\"default\"]},{\"key\":\"karpenter.sh/"
+          "capacity-type\","
+          "\"operator\":\"In\",\"values\":[\"on-demand\"]}");
   if (type)
-    carp_buf_printf(&b, ",{\"key\":\"node.kubernetes.io/instance-type\",\"operator\":"
-                        "\"In\",\"values\":[\"%s\"]}",
-                    type);
+    carp_buf_printf(
+        &b,
+        ",{\"key\":\"node.kubernetes.io/instance-type\",\"operator\":"
+        "\"In\",\"values\":[\"%s\"]}",
+        type);
   if (zone)
-    carp_buf_printf(&b, ",{\"key\":\"topology.kubernetes.io/zone\",\"operator\":"
-                        "\"In\",\"values\":[\"%s\"]}",
+    carp_buf_printf(&b,
+                    ",{\"key\":\"topology.kubernetes.io/zone\",\"operator\":"
+                    "\"In\",\"values\":[\"%s\"]}",
                     zone);
   if (want_region)
-    carp_buf_printf(&b, ",{\"key\":\"topology.kubernetes.io/region\",\"operator\":"
-                        "\"In\",\"values\":[\"%s\"]}",
+    carp_buf_printf(&b,
+                    ",{\"key\":\"topology.kubernetes.io/region\",\"operator\":"
+                    "\"In\",\"values\":[\"%s\"]}",
                     want_region);
   carp_buf_printf(&b, "],\"resources\":{\"requests\":{\"cpu\":\"100m\","
                       "\"memory\":\"128Mi\"}}}");
   if (c->provider_id[0])
-    carp_buf_printf(&b, ",\"status\":{\"providerID\":\"%s\",\"imageID\":\"%s\"}",
+    carp_buf_printf(&b,
+                    ",\"status\":{\"providerID\":\"%s\",\"imageID\":\"%s\"}",
                     c->provider_id, c->image);
   carp_buf_puts(&b, "}");
   m = decode(&carp_kind_nodeclaim, carp_buf_cstr(&b));
@@ -221,7 +231,8 @@ static struct claim *claim_by_name(const char *name)
   return NULL;
 }
 
-/* --- the reserve hook ----------------------------------------------------------- */
+/* --- the reserve hook
+ * ----------------------------------------------------------- */
 
 struct reserve_later {
   uv_timer_t t;
@@ -284,12 +295,12 @@ static void reserve(const struct carp_nodeclaim *nc,
     carp_pve_form_init(&f);
     carp_pve_form_add_int(&f, "newid", r->vmid);
     carp_pve_form_add(&f, "name", "thief");
-    snprintf(path, sizeof(path), "/nodes/%s/qemu/%" PRId64 "/clone", c->steal_node,
-             c->steal_tmpl);
+    snprintf(path, sizeof(path), "/nodes/%s/qemu/%" PRId64 "/clone",
+             c->steal_node, c->steal_tmpl);
     c->steal_done = done;
     c->steal_token = token;
-    carp_pve_call_start(carp_pve_provider_client(prov, r->region), "POST", path, &f,
-                        0, on_stolen, c, &c->steal_call);
+    carp_pve_call_start(carp_pve_provider_client(prov, r->region), "POST", path,
+                        &f, 0, on_stolen, c, &c->steal_call);
     carp_pve_form_free(&f);
     return;
   }
@@ -302,7 +313,8 @@ static void reserve(const struct carp_nodeclaim *nc,
   uv_timer_start(&later->t, reserve_fire, 1, 0);
 }
 
-/* --- create ------------------------------------------------------------------------ */
+/* --- create
+ * ------------------------------------------------------------------------ */
 
 static void cancel_close(uv_handle_t *h)
 {
@@ -344,7 +356,8 @@ static void on_created(int status, const struct carp_provider_instance *inst,
   pending--;
 }
 
-static const char *opt(const char *opts, const char *key, char *out, size_t size)
+static const char *opt(const char *opts, const char *key, char *out,
+                       size_t size)
 {
   const char *p = opts;
   size_t kl = strlen(key);
@@ -370,7 +383,7 @@ static void run_until_done(void)
 static void step_create(const char *opts)
 {
   char buf[256], prefix[64] = "nc", type[96], zone[64], name[64], uid[64],
-       ann[256], steal[128], udfile[256], region[64];
+                 ann[256], steal[128], udfile[256], region[64];
   const char *t = opt(opts, "type", type, sizeof(type));
   const char *z = opt(opts, "zone", zone, sizeof(zone));
   int count = 1, i;
@@ -402,7 +415,8 @@ static void step_create(const char *opts)
         char nm[64];
         memcpy(nm, c->name, sizeof(nm));
         snprintf(c->uid, sizeof(c->uid), "uid-%s-%08x", nm,
-                 (unsigned)(carp_time_wall_ms() & 0xffffffff) + (unsigned)nclaims);
+                 (unsigned)(carp_time_wall_ms() & 0xffffffff) +
+                     (unsigned)nclaims);
       }
     }
     if (opt(opts, "uid", uid, sizeof(uid)))
@@ -414,7 +428,8 @@ static void step_create(const char *opts)
     if (opt(opts, "steal", steal, sizeof(steal))) {
       char *at = strchr(steal, '@');
       c->steal_tmpl = atoll(steal);
-      snprintf(c->steal_node, sizeof(c->steal_node), "%s", at ? at + 1 : "pve1");
+      snprintf(c->steal_node, sizeof(c->steal_node), "%s",
+               at ? at + 1 : "pve1");
     }
     c->done = 0;
     c->reserves = 0;
@@ -443,7 +458,8 @@ static void step_create(const char *opts)
   want_region = NULL;
 }
 
-/* --- delete ------------------------------------------------------------------------ */
+/* --- delete
+ * ------------------------------------------------------------------------ */
 
 struct del {
   struct claim *c;
@@ -453,7 +469,8 @@ struct del {
 
 static void delete_once(struct del *d);
 
-static void on_deleted(int status, const struct carp_provider_error *err, void *arg)
+static void on_deleted(int status, const struct carp_provider_error *err,
+                       void *arg)
 {
   struct del *d = arg;
   struct carp_jw w;
@@ -502,7 +519,8 @@ static void step_delete(void)
   run_until_done();
 }
 
-/* --- get / list / types / drift ---------------------------------------------------- */
+/* --- get / list / types / drift
+ * ---------------------------------------------------- */
 
 static void on_get(int status, const struct carp_provider_instance *inst,
                    const struct carp_provider_error *err, void *arg)
@@ -529,8 +547,8 @@ static void step_get(void)
   run_until_done();
 }
 
-static void on_list(int status, const struct carp_provider_instance *v, size_t n,
-                    const struct carp_provider_error *err, void *arg)
+static void on_list(int status, const struct carp_provider_instance *v,
+                    size_t n, const struct carp_provider_error *err, void *arg)
 {
   struct carp_jw w;
   size_t i;
@@ -636,10 +654,9 @@ static void step_status(void)
   (void)i;
   {
     struct carp_jw w;
-    int rc = carp_pve_provider_region_status(prov, nodeclass->spec.regions.n
-                                                       ? nodeclass->spec.regions.v[0]
-                                                       : "lab",
-                                             &msg);
+    int rc = carp_pve_provider_region_status(
+        prov, nodeclass->spec.regions.n ? nodeclass->spec.regions.v[0] : "lab",
+        &msg);
     emit_begin(&w, "status");
     carp_jw_kint(&w, "status", rc);
     carp_jw_kstr(&w, "errname", carp_errname(rc));
@@ -669,7 +686,8 @@ int main(int argc, char **argv)
 
   signal(SIGPIPE, SIG_IGN);
   if (argc < 3) {
-    fprintf(stderr, "usage: provider_driver PVE-CONFIG NODECLASS.json [steps...]\n");
+    fprintf(stderr,
+            "usage: provider_driver PVE-CONFIG NODECLASS.json [steps...]\n");
     return 2;
   }
   carp_log_set_level(getenv("DRIVER_DEBUG") ? CARP_LOG_DEBUG : CARP_LOG_WARN);
@@ -688,7 +706,8 @@ int main(int argc, char **argv)
                                 struct carp_nodeclass, meta);
   carp_free(nctext);
   if (!nodeclass->valid)
-    fprintf(stderr, "driver: nodeclass invalid: %s\n", nodeclass->invalid_reason);
+    fprintf(stderr, "driver: nodeclass invalid: %s\n",
+            nodeclass->invalid_reason);
   uv_loop_init(&loop);
   metrics = carp_metrics_new();
   memset(&o, 0, sizeof(o));
@@ -730,7 +749,8 @@ int main(int argc, char **argv)
       /* switch to another ProxmoxNodeClass (drift tests) */
       char path[512];
       char *text;
-      if (!opt(opts, "file", path, sizeof(path)) || !(text = read_file(path, NULL))) {
+      if (!opt(opts, "file", path, sizeof(path)) ||
+          !(text = read_file(path, NULL))) {
         fprintf(stderr, "driver: nodeclass step needs file=PATH\n");
         return 2;
       }
@@ -738,8 +758,7 @@ int main(int argc, char **argv)
       nodeclass = carp_container_of(decode(&carp_kind_proxmoxnodeclass, text),
                                     struct carp_nodeclass, meta);
       carp_free(text);
-    }
-    else if (!strncmp(step, "refresh", sl) && sl == 7) {
+    } else if (!strncmp(step, "refresh", sl) && sl == 7) {
       pending++;
       carp_pve_provider_refresh(prov, on_refreshed, NULL);
       run_until_done();
@@ -755,7 +774,8 @@ int main(int argc, char **argv)
                     carp_pve_provider_ice_cached(prov, type, "lab", zone));
       emit_end(&w);
     } else if (!strncmp(step, "sleep", sl) && sl == 5) {
-      uint64_t ms = opt(opts, "ms", buf, sizeof(buf)) ? (uint64_t)atoll(buf) : 100;
+      uint64_t ms =
+          opt(opts, "ms", buf, sizeof(buf)) ? (uint64_t)atoll(buf) : 100;
       uv_timer_init(&loop, &sleep_timer);
       pending++;
       uv_timer_start(&sleep_timer, on_sleep, ms, 0);
