@@ -38,6 +38,7 @@ faults (for resilience tests; also settable at run time with POST /_sim/faults):
                             continue tokens from older resourceVersions get 410)
   --fault-delay-ms N        delay every API answer by N milliseconds
   --fault-match REGEX       only requests whose path matches REGEX get faults
+  --fault-seed N            seed of the fault dice
 
 control endpoints (same bearer token; not part of the Kubernetes API):
   GET  /_sim/stats                 counts, resourceVersion, watches, memory
@@ -136,6 +137,7 @@ class Sim:
         self.token = opts.token
         self.stopping = threading.Event()
         self.started = time.time()
+        self.warned_plain_http = False
 
     def log(self, msg):
         if not self.options.quiet:

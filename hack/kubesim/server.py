@@ -322,6 +322,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if path in NON_RESOURCE_NO_AUTH or path.startswith(("/healthz/", "/livez/", "/readyz/")):
                 user = ("system:anonymous", ("system:unauthenticated",))
             else:
+                if (self.server.ssl_ctx is None and not self.headers.get("Authorization")
+                        and self.headers.get("User-Agent", "").startswith("kubectl") and not sim.warned_plain_http):
+                    sim.warned_plain_http = True
+                    sim.log("kubectl sent no credentials: client-go sends bearer tokens only over TLS; start "
+                            "kube-sim with --tls to use kubectl")
                 raise E.unauthorized()
         self.user = user[0]
         self.groups = user[1]
