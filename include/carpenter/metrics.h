@@ -81,6 +81,11 @@ struct carp_metric *carp_metrics_stream(struct carp_metrics *r,
  * The caller keeps label value sets distinct. */
 void carp_metric_writer_sample(struct carp_metric_writer *w,
                                const char *const *values, double value);
+/* Writes complete sample lines of the family as they are (the caller has
+ * formatted and escaped them: "name{l=\"v\"} 1\n"), for callbacks that
+ * compose many lines faster than one carp_metric_writer_sample() each. */
+void carp_metric_writer_raw(struct carp_metric_writer *w, const char *lines,
+                            size_t len);
 /* Counts the renderings of the registry: the same number for every family
  * of one scrape, so callbacks can share a snapshot computed once. */
 uint64_t carp_metric_writer_scrape(const struct carp_metric_writer *w);

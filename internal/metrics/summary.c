@@ -85,7 +85,7 @@ void carp__summary_observe(struct carp_metric *m, struct carp_series *s,
   s->count++;
   if (!w) {
     w = s->window = CARP_NEW(struct carp__summary_window);
-    w->cap = 16;
+    w->cap = max < 16 ? max : 16;
     w->ring = carp_calloc(w->cap, sizeof(*w->ring));
   }
   expire(w, m->max_age_ms, now);

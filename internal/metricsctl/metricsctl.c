@@ -34,6 +34,7 @@ static void snap_clear(struct carp_metricsctl *m)
   for (i = 0; i < m->nsnap; i++) {
     carp_resources_cleanup(&m->snap[i].pod_requests);
     carp_resources_cleanup(&m->snap[i].daemon_requests);
+    carp_free(m->snap[i].pod_labels);
   }
   m->nsnap = 0;
   carp_map_free(&m->snap_index);
@@ -86,6 +87,7 @@ void carp__mctl_snapshot(struct carp_metricsctl *m, uint64_t scrape)
       if (carp_pod_is_daemon(p))
         carp_resources_add(&s->daemon_requests, &p->spec->requests);
     }
+    carp__mctl_pod_labels(s);
     carp_map_puts(&m->snap_index, n->meta.name, s);
     m->nsnap++;
   }

@@ -33,6 +33,10 @@ struct carp_mctl_node {
   struct carp_resources pod_requests;    /* non-terminal pods */
   struct carp_resources daemon_requests; /* of which DaemonSet pods */
   double lifetime_s;
+  /* karpenter_pods_state's node labels for pods on this node, formatted:
+   * `",nodepool="…",zone="…",arch="…",capacity_type="…",instance_type="…` */
+  char *pod_labels;
+  size_t pod_labels_len;
 };
 
 #define MCTL_CACHE       4096 /* node name cache slots */
@@ -72,6 +76,8 @@ void carp__mctl_snapshot(struct carp_metricsctl *m, uint64_t scrape);
 const struct carp_mctl_node *carp__mctl_node_of(struct carp_metricsctl *m,
                                                 const char *node_name);
 /* pods.c */
+/* Formats the node's labels for karpenter_pods_state (pod_labels). */
+void carp__mctl_pod_labels(struct carp_mctl_node *s);
 int carp__mctl_pods_init(struct carp_metricsctl *m);
 void carp__mctl_stream_pods(struct carp_metric_writer *w, void *arg);
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "carpenter/alloc.h"
 #include "carpenter/error.h"
 #include "carpenter/timeutil.h"
 #include "metricsctl_int.h"
@@ -56,39 +57,158 @@ static const char *owner_link(struct carp_metricsctl *m,
   return m->owner_cache[slot].link;
 }
 
+/* Appends a label value that needs no escaping (Kubernetes names and
+ * label values never do); returns 0 when it would need it. */
+static int put(char *buf, size_t *len, const char *v)
+{
+  size_t n = strcspn(v, "\\\n\"");
+  if (v[n])
+    return 0;
+  memcpy(buf + *len, v, n);
+  *len += n;
+  return 1;
+}
+
+#define PUT_LIT(buf, len, lit)                                                 \
+  do {                                                                         \
+    memcpy((buf) + *(len), lit, sizeof(lit) - 1);                              \
+    *(len) += sizeof(lit) - 1;                                                 \
+  } while (0)
+
+static void escape_into(struct carp_buf *b, const char *v)
+{
+  for (; *v; v++) {
+    if (*v == '\\')
+      carp_buf_puts(b, "\\\\");
+    else if (*v == '\n')
+      carp_buf_puts(b, "\\n");
+    else if (*v == '"')
+      carp_buf_puts(b, "\\\"");
+    else
+      carp_buf_putc(b, *v);
+  }
+}
+
+void carp__mctl_pod_labels(struct carp_mctl_node *s)
+{
+  struct carp_buf b;
+  carp_buf_init(&b, CARP_BUF_UNLIMITED);
+  carp_buf_puts(&b, "\",nodepool=\"");
+  escape_into(&b, *s->labels[NL_NODEPOOL] ? s->labels[NL_NODEPOOL] : "N/A");
+  carp_buf_puts(&b, "\",zone=\"");
+  escape_into(&b, s->labels[NL_ZONE]);
+  carp_buf_puts(&b, "\",arch=\"");
+  escape_into(&b, s->labels[NL_ARCH]);
+  carp_buf_puts(&b, "\",capacity_type=\"");
+  escape_into(&b, *s->labels[NL_CAPACITY_TYPE] ? s->labels[NL_CAPACITY_TYPE]
+                                               : "N/A");
+  carp_buf_puts(&b, "\",instance_type=\"");
+  escape_into(&b, s->labels[NL_INSTANCE_TYPE]);
+  s->pod_labels = carp_buf_steal(&b, &s->pod_labels_len);
+}
+
+static const char NA_LABELS[] = "\",nodepool=\"N/A\",zone=\"N/A\",arch=\"N/A\","
+                                "capacity_type=\"N/A\",instance_type=\"N/A";
+
+/* The slow path, for a pod whose strings would need escaping. */
+static void put_sample(struct carp_metric_writer *w, struct carp_metricsctl *m,
+                       const struct carp_pod *p, const struct carp_mctl_node *n)
+{
+  const char *v[14];
+  v[0] = p->meta.name;
+  v[1] = p->meta.namespace ? p->meta.namespace : "";
+  v[2] = owner_link(m, p);
+  v[3] = p->node_name ? p->node_name : "";
+  v[4] = p->node_name ? "true" : "false";
+  if (n) {
+    v[5] = *n->labels[NL_NODEPOOL] ? n->labels[NL_NODEPOOL] : "N/A";
+    v[6] = n->labels[NL_ZONE];
+    v[7] = n->labels[NL_ARCH];
+    v[8] = *n->labels[NL_CAPACITY_TYPE] ? n->labels[NL_CAPACITY_TYPE] : "N/A";
+    v[9] = n->labels[NL_INSTANCE_TYPE];
+    v[12] = n->labels[NL_MANAGED];
+  } else {
+    v[5] = v[6] = v[7] = v[8] = v[9] = "N/A";
+    v[12] = "false";
+  }
+  v[10] = phase_name(p->phase);
+  v[11] = p->ready ? "true" : "false";
+  v[13] = NULL;
+  carp_metric_writer_sample(w, v, 1);
+}
+
+#define BATCH_BYTES (64 * 1024)
+#define LINE_BYTES  4096 /* room for one line (names are <= 253 bytes) */
+
+/* One line per pod, composed into a batch and written in 64 KiB pieces:
+ * the node-derived labels come preformatted from the snapshot. */
 void carp__mctl_stream_pods(struct carp_metric_writer *w, void *arg)
 {
   struct carp_metricsctl *m = arg;
   struct carp_store *pods = carp_informer_store(m->cluster->pods);
   struct carp_store_iter it;
   struct carp_objmeta *o;
-  const char *v[14];
+  char *buf = carp_malloc(BATCH_BYTES + LINE_BYTES);
+  size_t len = 0;
   carp__mctl_snapshot(m, carp_metric_writer_scrape(w));
-  v[13] = NULL;
   carp_store_iter_init(&it);
   while ((o = carp_store_next(pods, &it))) {
     const struct carp_pod *p = (const struct carp_pod *)o;
     const struct carp_mctl_node *n = carp__mctl_node_of(m, p->node_name);
-    v[0] = o->name;
-    v[1] = o->namespace ? o->namespace : "";
-    v[2] = owner_link(m, p);
-    v[3] = p->node_name ? p->node_name : "";
-    v[4] = p->node_name ? "true" : "false";
-    if (n) {
-      v[5] = *n->labels[NL_NODEPOOL] ? n->labels[NL_NODEPOOL] : "N/A";
-      v[6] = n->labels[NL_ZONE];
-      v[7] = n->labels[NL_ARCH];
-      v[8] = *n->labels[NL_CAPACITY_TYPE] ? n->labels[NL_CAPACITY_TYPE] : "N/A";
-      v[9] = n->labels[NL_INSTANCE_TYPE];
-      v[12] = n->labels[NL_MANAGED];
-    } else {
-      v[5] = v[6] = v[7] = v[8] = v[9] = "N/A";
-      v[12] = "false";
+    const char *owner = owner_link(m, p);
+    size_t start = len;
+    if (strlen(o->name) + strlen(owner) +
+            (n ? n->pod_labels_len : sizeof(NA_LABELS)) + 600 >
+        LINE_BYTES) {
+      put_sample(w, m, p, n);
+      continue;
     }
-    v[10] = phase_name(p->phase);
-    v[11] = p->ready ? "true" : "false";
-    carp_metric_writer_sample(w, v, 1);
+    PUT_LIT(buf, &len, "karpenter_pods_state{name=\"");
+    if (!put(buf, &len, o->name))
+      goto slow;
+    PUT_LIT(buf, &len, "\",namespace=\"");
+    if (!put(buf, &len, o->namespace ? o->namespace : ""))
+      goto slow;
+    PUT_LIT(buf, &len, "\",owner=\"");
+    if (!put(buf, &len, owner))
+      goto slow;
+    PUT_LIT(buf, &len, "\",node=\"");
+    if (p->node_name) {
+      if (!put(buf, &len, p->node_name))
+        goto slow;
+      PUT_LIT(buf, &len, "\",scheduled=\"true");
+    } else {
+      PUT_LIT(buf, &len, "\",scheduled=\"false");
+    }
+    if (n) {
+      memcpy(buf + len, n->pod_labels, n->pod_labels_len);
+      len += n->pod_labels_len;
+    } else {
+      PUT_LIT(buf, &len, NA_LABELS);
+    }
+    PUT_LIT(buf, &len, "\",phase=\"");
+    put(buf, &len, phase_name(p->phase));
+    if (p->ready)
+      PUT_LIT(buf, &len, "\",ready=\"true");
+    else
+      PUT_LIT(buf, &len, "\",ready=\"false");
+    if (n && !strcmp(n->labels[NL_MANAGED], "true"))
+      PUT_LIT(buf, &len, "\",managed=\"true\"} 1\n");
+    else
+      PUT_LIT(buf, &len, "\",managed=\"false\"} 1\n");
+    if (len >= BATCH_BYTES) {
+      carp_metric_writer_raw(w, buf, len);
+      len = 0;
+    }
+    continue;
+  slow:
+    len = start;
+    carp_metric_writer_raw(w, buf, len);
+    len = 0;
+    put_sample(w, m, p, n);
   }
+  carp_metric_writer_raw(w, buf, len);
+  carp_free(buf);
 }
 
 /* ---- durations ---- */

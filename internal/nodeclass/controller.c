@@ -13,6 +13,7 @@
 #include "carpenter/intern.h"
 #include "carpenter/json.h"
 #include "carpenter/log.h"
+#include "carpenter/map.h"
 #include "carpenter/nodeclass_controller.h"
 #include "carpenter/timeutil.h"
 #include "carpenter/workqueue.h"
@@ -20,6 +21,11 @@
 #define LOGGER             "nodeclass"
 #define MAX_USERDATA_BYTES (1024 * 1024)
 #define AWAIT_REFRESH_MS   1000
+/* A region failing with a transient error (network, 5xx, timeouts) for
+ * less than this leaves a Ready class as it is: one failed refresh must
+ * not stop provisioning. Unauthorized and unconfigured regions count at
+ * once. */
+#define REGION_GRACE_MS (60 * 1000)
 
 struct carp_nodeclass_controller {
   uv_loop_t *loop;
@@ -29,6 +35,7 @@ struct carp_nodeclass_controller {
   struct carp_nodeclass_controller_options o;
   char **regions; /* configured, owned */
   size_t nregions;
+  struct carp_map failing; /* region -> first transient failure (ms) */
   struct carp_workqueue *queue;
   uv_timer_t resync;
   int active;
@@ -44,6 +51,45 @@ struct call_ctx {
   char *key;
 };
 
+static void free_failing(struct carp_nodeclass_controller *c)
+{
+  struct carp_map_iter it;
+  void *v;
+  carp_map_iter_init(&it);
+  while (carp_map_next(&c->failing, &it, NULL, NULL, &v))
+    carp_free(v);
+  carp_map_free(&c->failing);
+}
+
+struct failure {
+  uint64_t since_ms;
+  char name[];
+};
+
+/* Whether region r's transient failure is still within the grace period
+ * (and remembers when it started); clears the record on success. */
+static int in_grace(struct carp_nodeclass_controller *c,
+                    const struct carp_nodeclass_region_fact *r, uint64_t now)
+{
+  struct failure *f = carp_map_gets(&c->failing, r->name);
+  if (!r->status || r->status == CARP_EAGAIN ||
+      !carp_provider_error_transient(r->status)) {
+    if (f && !r->status) {
+      carp_map_dels(&c->failing, r->name);
+      carp_free(f);
+    }
+    return 0;
+  }
+  if (!f) {
+    size_t n = strlen(r->name);
+    f = carp_malloc(sizeof(*f) + n + 1);
+    memcpy(f->name, r->name, n + 1);
+    f->since_ms = now;
+    carp_map_puts(&c->failing, f->name, f);
+  }
+  return now - f->since_ms < REGION_GRACE_MS;
+}
+
 static void maybe_free(struct carp_nodeclass_controller *c)
 {
   void (*cb)(void *);
@@ -56,6 +102,7 @@ static void maybe_free(struct carp_nodeclass_controller *c)
   for (i = 0; i < c->nregions; i++)
     carp_free(c->regions[i]);
   carp_free(c->regions);
+  free_failing(c);
   carp_free(c);
   if (cb)
     cb(arg);
@@ -198,6 +245,21 @@ static void evaluate(struct carp_nodeclass_controller *c, const char *key,
         c->o.region_status
             ? c->o.region_status(c->provider, names[i], &rf[i].message)
             : CARP_EAGAIN;
+  }
+  /* A Ready class rides out a short transient region failure. */
+  {
+    int grace = 0;
+    uint64_t now = carp_time_mono_ms();
+    for (i = 0; i < n; i++)
+      grace |= in_grace(c, &rf[i], now);
+    if (grace &&
+        carp_conditions_is_true(&cls->status.conditions, CARP_COND_READY)) {
+      CARP_LOG_DEBUG(LOGGER, "region failing, within the grace period",
+                     CARP_F_STR("nodeclass", key));
+      done(c, key, CARP_RECONCILE_REQUEUE_AFTER, c->o.retry_ms);
+      carp_free(rf);
+      return;
+    }
   }
   f.regions = rf;
   f.nregions = n;
@@ -392,6 +454,7 @@ int carp_nodeclass_controller_new(
     if (c->o.regions[i])
       c->regions[c->nregions++] = carp_strdup(c->o.regions[i]);
   c->o.regions = NULL;
+  carp_map_init(&c->failing);
   memset(&qo, 0, sizeof(qo));
   qo.name = "nodeclass.status";
   qo.concurrency = 4;
@@ -404,6 +467,7 @@ int carp_nodeclass_controller_new(
     for (i = 0; i < c->nregions; i++)
       carp_free(c->regions[i]);
     carp_free(c->regions);
+    free_failing(c);
     carp_free(c);
     return rc;
   }
