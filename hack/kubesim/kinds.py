@@ -487,6 +487,40 @@ def _q(v):
 
 # ---------------------------------------------------------------- hooks
 
+def default_workload(kind, obj):
+    """SetDefaults_Deployment / ReplicaSet / DaemonSet / StatefulSet (create and update)."""
+    spec = obj.setdefault("spec", {})
+    if kind != "DaemonSet":
+        spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    if kind == "Deployment":
+        strat = spec.setdefault("strategy", {})
+        strat.setdefault("type", "RollingUpdate")
+        if strat["type"] == "RollingUpdate":
+            ru = strat.setdefault("rollingUpdate", {})
+            ru.setdefault("maxUnavailable", "25%")
+            ru.setdefault("maxSurge", "25%")
+        spec.setdefault("progressDeadlineSeconds", 600)
+    elif kind == "DaemonSet":
+        us = spec.setdefault("updateStrategy", {})
+        us.setdefault("type", "RollingUpdate")
+        if us["type"] == "RollingUpdate":
+            ru = us.setdefault("rollingUpdate", {})
+            ru.setdefault("maxUnavailable", 1)
+            ru.setdefault("maxSurge", 0)
+    elif kind == "StatefulSet":
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        us = spec.setdefault("updateStrategy", {})
+        us.setdefault("type", "RollingUpdate")
+        if us["type"] == "RollingUpdate":
+            us.setdefault("rollingUpdate", {}).setdefault("partition", 0)
+        spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
+    tmpl = spec.get("template")
+    if isinstance(tmpl, dict):
+        tmpl.setdefault("metadata", {}).setdefault("creationTimestamp", None)
+        default_pod_spec(tmpl.setdefault("spec", {}), template=True)
+
+
 def prepare_create(api, rt, obj):
     """Defaults, admission and status reset for a new object."""
     kind = rt.kind
@@ -512,39 +546,7 @@ def prepare_create(api, rt, obj):
         obj["status"] = {"phase": "Active"}
         md.setdefault("labels", {})["kubernetes.io/metadata.name"] = md.get("name")
     elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
-        spec = obj.setdefault("spec", {})
-        if kind != "DaemonSet":
-            spec.setdefault("replicas", 1)
-        spec.setdefault("revisionHistoryLimit", 10)
-        if kind == "Deployment":
-            strat = spec.setdefault("strategy", {})
-            strat.setdefault("type", "RollingUpdate")
-            if strat["type"] == "RollingUpdate":
-                ru = strat.setdefault("rollingUpdate", {})
-                ru.setdefault("maxUnavailable", "25%")
-                ru.setdefault("maxSurge", "25%")
-            spec.setdefault("progressDeadlineSeconds", 600)
-        elif kind == "DaemonSet":
-            us = spec.setdefault("updateStrategy", {})
-            us.setdefault("type", "RollingUpdate")
-            if us["type"] == "RollingUpdate":
-                ru = us.setdefault("rollingUpdate", {})
-                ru.setdefault("maxUnavailable", 1)
-                ru.setdefault("maxSurge", 0)
-        elif kind == "StatefulSet":
-            spec.setdefault("podManagementPolicy", "OrderedReady")
-            us = spec.setdefault("updateStrategy", {})
-            us.setdefault("type", "RollingUpdate")
-            if us["type"] == "RollingUpdate":
-                us.setdefault("rollingUpdate", {}).setdefault("partition", 0)
-            spec.setdefault("persistentVolumeClaimRetentionPolicy",
-                            {"whenDeleted": "Retain", "whenScaled": "Retain"})
-        if kind == "ReplicaSet":
-            pass
-        tmpl = spec.get("template")
-        if isinstance(tmpl, dict):
-            tmpl.setdefault("metadata", {}).setdefault("creationTimestamp", None)
-            default_pod_spec(tmpl.setdefault("spec", {}), template=True)
+        default_workload(kind, obj)
         obj["status"] = {} if kind != "DaemonSet" else {"currentNumberScheduled": 0, "numberMisscheduled": 0,
                                                         "desiredNumberScheduled": 0, "numberReady": 0}
         if kind == "ReplicaSet":
@@ -670,13 +672,13 @@ def update_defaults(api, rt, obj):
     kind = rt.kind
     if kind == "Pod":
         default_pod_spec(obj.setdefault("spec", {}))
-    elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job"):
+    elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
+        default_workload(kind, obj)
+    elif kind == "Job":
         tmpl = util.get_path(obj, "spec", "template")
         if isinstance(tmpl, dict):
             tmpl.setdefault("metadata", {}).setdefault("creationTimestamp", None)
             default_pod_spec(tmpl.setdefault("spec", {}), template=True)
-        if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
-            obj.setdefault("spec", {}).setdefault("replicas", 1)
     elif kind == "Node":
         spec = obj.setdefault("spec", {})
         if spec.get("podCIDR") and not spec.get("podCIDRs"):

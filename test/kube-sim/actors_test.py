@@ -38,7 +38,7 @@ def pod(name, cpu=None, memory=None, **spec):
 
 
 class Actors(SimTestCase):
-    sim_args = ("--scheduler", "--kubelet", "--node-lease-grace", "2", "--pod-start-delay", "0.1",
+    sim_args = ("--scheduler", "--kubelet", "--node-lease-grace", "4", "--pod-start-delay", "0.1",
                 "--pod-grace-scale", "0.1", "--pod-grace-max", "1")
 
     @classmethod
@@ -48,7 +48,7 @@ class Actors(SimTestCase):
         cls.stop_hb = threading.Event()
 
         def beat():
-            while not cls.stop_hb.wait(0.4):
+            while not cls.stop_hb.wait(0.3):
                 for n in list(cls.live):
                     try:
                         cls.sim.post("/_sim/heartbeat/" + n, {})
@@ -96,7 +96,7 @@ class Actors(SimTestCase):
         self.sim.post(PODS, pod("on-hb1", nodeName="hb1"))
         s.wait_for(lambda: self.pod_state("on-hb1")["status"].get("phase") == "Running", msg="running")
         # no more heartbeats: Unknown after the grace, unreachable taints, pod not ready
-        s.wait_for(lambda: self.ready("hb1") == "Unknown", timeout=10, msg="node Unknown")
+        s.wait_for(lambda: self.ready("hb1") == "Unknown", timeout=15, msg="node Unknown")
         n = s.get(NODES + "/hb1").json()
         ready = [c for c in n["status"]["conditions"] if c["type"] == "Ready"][0]
         self.assertEqual((ready["reason"], ready["message"]), ("NodeStatusUnknown",
@@ -119,7 +119,7 @@ class Actors(SimTestCase):
         self.assertCode(s.post(NODES, node("silent")), 201)
         time.sleep(0.5)
         self.assertIsNone(self.ready("silent"))
-        s.wait_for(lambda: self.ready("silent") == "Unknown", timeout=10, msg="silent node Unknown")
+        s.wait_for(lambda: self.ready("silent") == "Unknown", timeout=15, msg="silent node Unknown")
 
     def test_pod_completion_and_daemonset(self):
         s = self.sim

@@ -197,7 +197,7 @@ class Sim:
         text, _, code = out.rpartition(b"\n")
         return Response(int(code or 0), {}, text)
 
-    def wait_for(self, fn, timeout=20, interval=0.1, msg="condition"):
+    def wait_for(self, fn, timeout=30, interval=0.1, msg="condition"):
         deadline = time.time() + timeout
         last = None
         while time.time() < deadline:
