@@ -16,10 +16,8 @@ from . import errors as E
 from . import managedfields as MF
 from . import patch as P
 from . import selector as selectors
-from . import table as T
 from . import util
 from . import yamlmini
-from .store import selectable_field_getter
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"

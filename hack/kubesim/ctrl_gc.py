@@ -7,7 +7,7 @@ import time
 from . import crds as CRD
 from . import errors as E
 from . import util
-from .controllers import Controller, owner_uids
+from .controllers import Controller
 from .store import intern_str
 
 MANAGER = "kube-controller-manager"

@@ -10,7 +10,6 @@ affinity on metadata.name (the scheduler binds it) and deletes pods on
 nodes that are no longer eligible."""
 
 import json
-import time
 
 from . import errors as E
 from . import selector as selectors

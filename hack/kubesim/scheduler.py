@@ -8,11 +8,9 @@ nowhere gets PodScheduled=False reason Unschedulable with kube-scheduler's
 message and a FailedScheduling event; it is retried whenever nodes or pods
 change, and every 10 s."""
 
-import time
 from fractions import Fraction
 
 from . import errors as E
-from . import patch as P
 from . import util
 from .controllers import Controller, record_event
 

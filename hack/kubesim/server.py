@@ -10,7 +10,6 @@ import socket
 import socketserver
 import ssl
 import sys
-import threading
 import time
 import traceback
 import urllib.parse
@@ -21,7 +20,6 @@ from . import errors as E
 from . import table as T
 from . import util
 from . import yamlmini
-from .store import Entry
 from .watch import Watcher
 
 NON_RESOURCE_NO_AUTH = ("/healthz", "/livez", "/readyz", "/version")

@@ -10,7 +10,6 @@ import collections
 import heapq
 import threading
 
-from . import jsonpath
 from . import selector as selectors
 from . import util
 from .errors import gone_expired
@@ -374,16 +373,3 @@ class Store:
 def _islice_keys(keys, lo, hi):
     for i in range(lo, hi):
         yield keys[i]
-
-
-def selectable_field_getter(path):
-    jp = jsonpath.compile("." + path)
-
-    def get(obj):
-        v = jp.first(obj)
-        if v is None:
-            return ""
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        return str(v)
-    return get

@@ -6,7 +6,6 @@ apply, lists, selectors, pagination, watches, subresources, eviction."""
 import base64
 import json
 import time
-import unittest
 
 from simlib import SimTestCase, main
 
