@@ -362,10 +362,15 @@ class Sim:
             d = self.options.tls_dir or tempfile.mkdtemp(prefix="kube-sim-tls-")
             ssl_ctx, ca_pem = tlsgen.server_context(d)
             scheme = "https"
-        self.httpd = S.SimHTTPServer((self.options.host, self.options.port), S.Handler, self, ssl_ctx)
+        try:
+            self.httpd = S.SimHTTPServer((self.options.host, self.options.port), S.Handler, self, ssl_ctx)
+        except OSError as e:
+            raise SystemExit("kube-sim: cannot listen on %s:%d: %s" % (self.options.host, self.options.port,
+                                                                        e.strerror or e))
         host, port = self.httpd.server_address[:2]
-        self.server_address = "%s:%d" % (host, port)
-        self.url = "%s://%s:%d" % (scheme, host, port)
+        h = "[%s]" % host if ":" in host else host
+        self.server_address = "%s:%d" % (h, port)
+        self.url = "%s://%s:%d" % (scheme, h, port)
         if self.options.kubeconfig_out:
             write_kubeconfig(self.options.kubeconfig_out, self.url, self.token, ca_pem)
         self.start_controllers()

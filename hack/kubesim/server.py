@@ -142,6 +142,8 @@ class SimHTTPServer(socketserver.ThreadingMixIn, http.server.HTTPServer):
     def __init__(self, addr, handler, sim, ssl_ctx=None):
         self.sim = sim
         self.ssl_ctx = ssl_ctx
+        if ":" in addr[0]:
+            self.address_family = socket.AF_INET6
         super().__init__(addr, handler)
 
     def finish_request(self, request, client_address):
