@@ -2,7 +2,11 @@
 is False get node.kubernetes.io/not-ready (NoSchedule and NoExecute),
 Unknown gets node.kubernetes.io/unreachable, True gets neither; pods on a
 node that stops being Ready are marked Ready=False; pods that do not
-tolerate a NoExecute taint are deleted (after their tolerationSeconds)."""
+tolerate a NoExecute taint are deleted (after their tolerationSeconds).
+Also the pod garbage collector's orphan sweep: pods bound to a node that has
+not existed for --pod-gc-delay seconds (40, as kube-controller-manager's
+quarantine) are marked Failed (DisruptionTarget, DeletionByPodGC) and
+deleted."""
 
 import time
 
@@ -30,6 +34,9 @@ class NodeLifecycleController(Controller):
         self.dirty = set()
         self.evictions = {}  # pod key -> due time
         self.watched = set()  # nodes not Ready or with NoExecute taints
+        self.gc_delay = getattr(sim.options, "pod_gc_delay", 40.0)
+        self.missing = {}  # node name -> first time seen missing (pods bound to it)
+        self.next_gc = 0.0
 
     def extract(self, sid, obj, entry):
         n = _N()
@@ -49,9 +56,50 @@ class NodeLifecycleController(Controller):
         self.dirty.update(self.watched)
 
     def idle_wait(self):
+        waits = [1.0]
         if self.evictions:
-            return max(0.05, min(self.evictions.values()) - time.time())
-        return 1.0
+            waits.append(max(0.05, min(self.evictions.values()) - time.time()))
+        return min(waits)
+
+    def _pod_gc(self, now):
+        """podgc: pods bound to nodes that do not exist go after a quarantine."""
+        nodes = self.cache["nodes"]
+        orphans = {}
+        with self.store.lock:
+            t = self.store.tables.get("pods")
+            if t is None:
+                return
+            pos = t.field_pos.get("spec.nodeName")
+            for e in t.items.values():
+                node = e.fields[pos] if e.fields else ""
+                if node and node not in nodes:
+                    orphans.setdefault(node, []).append(e)
+        for name in list(self.missing):
+            if name not in orphans:
+                del self.missing[name]
+        for name, ents in orphans.items():
+            first = self.missing.setdefault(name, now)
+            if now - first < self.gc_delay:
+                continue
+            for e in ents:
+                pod = e.obj()
+                if util.get_path(pod, "status", "phase") not in ("Succeeded", "Failed"):
+                    ts = util.rfc3339(now)
+                    patch = {"status": {"phase": "Failed", "conditions": [
+                        {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
+                         "lastTransitionTime": ts, "reason": "DeletionByPodGC",
+                         "message": "PodGC: node no longer exists"}]}}
+                    try:
+                        self.api.patch_internal("", "pods", e.ns, e.name, patch, "pod-garbage-collector",
+                                                subresource="status",
+                                                patch_type="application/strategic-merge-patch+json")
+                    except E.ApiError:
+                        pass
+                try:
+                    self.api.delete_internal("", "pods", e.ns, e.name, "pod-garbage-collector",
+                                             {"gracePeriodSeconds": 0})
+                except E.ApiError:
+                    pass
 
     def work(self):
         dirty, self.dirty = self.dirty, set()
@@ -72,6 +120,9 @@ class NodeLifecycleController(Controller):
             for n in interesting:
                 self._safe(self._pods, n, by_node.get(n.name, []))
         now = time.time()
+        if now >= self.next_gc:
+            self.next_gc = now + min(5.0, max(0.5, self.gc_delay / 4))
+            self._safe(self._pod_gc, now)
         for key, due in list(self.evictions.items()):
             if due <= now:
                 del self.evictions[key]

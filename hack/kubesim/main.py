@@ -76,6 +76,8 @@ def parse_args(argv):
                    "(default 1.0)")
     p.add_argument("--pod-grace-max", type=float, default=5.0, help="cap on simulated pod termination, seconds "
                    "(default 5)")
+    p.add_argument("--pod-gc-delay", type=float, default=40.0, help="seconds a pod's node must be gone before "
+                   "the pod garbage collector deletes the pod (default 40)")
     p.add_argument("--watch-history", type=int, default=10000, help="change events kept for watches and "
                    "consistent pagination (default 10000)")
     p.add_argument("--bookmark-interval", type=float, default=60.0, help="seconds between BOOKMARKs on watches "

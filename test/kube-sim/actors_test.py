@@ -219,6 +219,17 @@ class Scheduling(Actors):
 
 
 class Controllers(SimTestCase):
+    sim_args = ("--pod-gc-delay", "1")
+
+    def test_pods_of_deleted_nodes_are_collected(self):
+        s = self.sim
+        s.post(NODES, node("doomed"))
+        s.post(PODS, pod("on-doomed", nodeName="doomed"))
+        time.sleep(1.5)
+        self.assertCode(s.get(PODS + "/on-doomed"), 200)
+        s.delete(NODES + "/doomed")
+        s.wait_for(lambda: s.get(PODS + "/on-doomed").code == 404, msg="orphaned pod collected")
+
     def deployment(self, name, replicas=2):
         return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
                 "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
