@@ -473,7 +473,9 @@ int carp_sched_int_matches(enum carp_sched_op op, const char *bound,
 
 /* A set of requirements, at most one per key after intersection: the
  * exact set of label states (a value, or the label being absent) each key
- * may take. It owns copies of its strings. */
+ * may take. It owns copies of its strings. Sets are independent of each
+ * other, but one set must not be used from two threads at once: queries
+ * against another set import that set's strings into it. */
 struct carp_sched_reqs;
 
 struct carp_sched_reqs *carp_sched_reqs_new(void);
@@ -498,7 +500,8 @@ enum {
  * or claim with requirements node? Every key pod constrains must be defined
  * by node (see flags) unless pod allows the label to be absent, and on
  * common keys the two must share a value or both allow absence. Returns 1,
- * or 0 with *bad_key (may be NULL) set to the first failing key. */
+ * or 0 with *bad_key (may be NULL) set to the first failing key, a string
+ * owned by node. */
 int carp_sched_reqs_compatible(const struct carp_sched_reqs *node,
                                const struct carp_sched_reqs *pod,
                                unsigned flags, const char **bad_key);
