@@ -18,8 +18,10 @@
 #include "carpenter/alloc.h"
 #include "carpenter/api.h"
 #include "carpenter/cluster.h"
+#include "carpenter/disruption.h"
 #include "carpenter/error.h"
 #include "carpenter/events.h"
+#include "carpenter/gc.h"
 #include "carpenter/health.h"
 #include "carpenter/http.h"
 #include "carpenter/informer.h"
@@ -37,6 +39,7 @@
 #include "carpenter/pve.h"
 #include "carpenter/rand.h"
 #include "carpenter/server.h"
+#include "carpenter/termination.h"
 #include "carpenter/version.h"
 
 #define SHUTDOWN_DEADLINE_MS 5000
@@ -60,6 +63,9 @@ struct app {
   struct carp_provider *provider;
   struct carp_provisioner *provisioner;
   struct carp_lifecycle *lifecycle;
+  struct carp_termination *termination;
+  struct carp_disruption *disruption;
+  struct carp_gc *gc;
   struct carp_nodepool_controller *nodepools;
   struct carp_nodeclass_controller *nodeclasses;
   struct carp_metricsctl *metricsctl;
@@ -164,6 +170,18 @@ static void app_stop(struct app *a, int exit_code)
     a->closing_controllers++;
     carp_metricsctl_close(a->metricsctl, on_controller_closed, a);
   }
+  if (a->termination) {
+    a->closing_controllers++;
+    carp_termination_close(a->termination, on_controller_closed, a);
+  }
+  if (a->disruption) {
+    a->closing_controllers++;
+    carp_disruption_close(a->disruption, on_controller_closed, a);
+  }
+  if (a->gc) {
+    a->closing_controllers++;
+    carp_gc_close(a->gc, on_controller_closed, a);
+  }
   on_controller_closed(a);
 
   if (a->metrics_server)
@@ -249,6 +267,17 @@ static void on_crd_timer(uv_timer_t *t)
 
 /* ---- leadership ---- */
 
+/* Termination, disruption and garbage collection act from now on. */
+static void set_disruption_active(struct app *a)
+{
+  if (a->termination)
+    carp_termination_set_active(a->termination, 1);
+  if (a->disruption)
+    carp_disruption_set_active(a->disruption, 1);
+  if (a->gc)
+    carp_gc_set_active(a->gc, 1);
+}
+
 /* The status and metrics controllers (they exist without a provider). */
 static void set_status_active(struct app *a)
 {
@@ -273,6 +302,7 @@ static void on_started_leading(void *arg)
   if (a->lifecycle)
     carp_lifecycle_set_active(a->lifecycle, 1);
   set_status_active(a);
+  set_disruption_active(a);
   /* As client-go's leader election does, say so on the Lease. */
   carp_recorder_event(a->recorder, &t, CARP_EVENT_NORMAL, "LeaderElection",
                       "%s became leader", carp_leader_identity(a->leader));
@@ -382,6 +412,37 @@ static void on_pool_ready(void *arg, const char *nodepool)
     carp_provisioner_trigger(a->provisioner);
 }
 
+/* Termination, disruption and garbage collection. */
+static int start_disruption(struct app *a)
+{
+  struct carp_termination_options to;
+  struct carp_disruption_options dopt;
+  struct carp_gc_options go;
+  int rc;
+  memset(&to, 0, sizeof(to));
+  to.recorder = a->recorder;
+  to.metrics = a->metrics;
+  rc = carp_termination_new(&a->loop, a->cluster, a->kube, a->provider, &to,
+                            &a->termination);
+  if (rc)
+    return rc;
+  memset(&dopt, 0, sizeof(dopt));
+  dopt.recorder = a->recorder;
+  dopt.metrics = a->metrics;
+  dopt.poll_interval_ms = (uint64_t)a->opts->disruption_poll_ms;
+  dopt.validation_delay_ms = (uint64_t)a->opts->disruption_validation_ms;
+  rc =
+      carp_disruption_new(&a->loop, a->cluster, a->kube, &dopt, &a->disruption);
+  if (rc)
+    return rc;
+  memset(&go, 0, sizeof(go));
+  go.recorder = a->recorder;
+  go.metrics = a->metrics;
+  go.interval_ms = (uint64_t)a->opts->gc_interval_ms;
+  go.leaked_vm_grace_ms = (uint64_t)a->opts->gc_leaked_vm_grace_ms;
+  return carp_gc_new(&a->loop, a->cluster, a->kube, a->provider, &go, &a->gc);
+}
+
 static int start_controllers(struct app *a)
 {
   struct carp_provisioner_options po;
@@ -423,8 +484,11 @@ static int start_controllers(struct app *a)
   memset(&lo, 0, sizeof(lo));
   lo.recorder = a->recorder;
   lo.metrics = a->metrics;
-  return carp_lifecycle_new(&a->loop, a->cluster, a->kube, a->provider, &lo,
-                            &a->lifecycle);
+  rc = carp_lifecycle_new(&a->loop, a->cluster, a->kube, a->provider, &lo,
+                          &a->lifecycle);
+  if (rc)
+    return rc;
+  return start_disruption(a);
 }
 
 /* The replica's identity names it in the Lease, in events and in the
@@ -489,6 +553,7 @@ static int start_kube(struct app *a)
     if (a->lifecycle)
       carp_lifecycle_set_active(a->lifecycle, 1);
     set_status_active(a);
+    set_disruption_active(a);
     return 0;
   }
   ns = a->opts->leader_election_namespace;

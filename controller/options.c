@@ -87,6 +87,22 @@ static const struct opt opts[] = {
     {"kube-client-burst", "KUBE_CLIENT_BURST", OPT_POSITIVE_INT, "300",
      OFF(kube_client_burst), "N",
      "Burst of requests allowed above --kube-client-qps."},
+    {"disruption-poll-interval", "DISRUPTION_POLL_INTERVAL", OPT_DURATION,
+     "10s", OFF(disruption_poll_ms), "DURATION",
+     "How often the disruption controller looks for empty and expired "
+     "nodes."},
+    {"disruption-validation-delay", "DISRUPTION_VALIDATION_DELAY", OPT_DURATION,
+     "15s", OFF(disruption_validation_ms), "DURATION",
+     "How long a disruption decision waits before it is checked again and "
+     "carried out."},
+    {"gc-interval", "GC_INTERVAL", OPT_DURATION, "2m", OFF(gc_interval_ms),
+     "DURATION",
+     "How often VMs are compared with NodeClaims to remove leaked VMs and "
+     "NodeClaims whose VM is gone."},
+    {"gc-leaked-vm-grace", "GC_LEAKED_VM_GRACE", OPT_DURATION, "5m",
+     OFF(gc_leaked_vm_grace_ms), "DURATION",
+     "How long a VM tagged for this cluster may stay without a NodeClaim "
+     "before it is deleted."},
 };
 
 static const char *type_hint(enum opt_type t)
@@ -326,6 +342,13 @@ enum carp_options_result carp_options_parse(struct carp_options *o, int argc,
     }
   }
 
+  if (o->disruption_poll_ms <= 0 || o->disruption_validation_ms <= 0 ||
+      o->gc_interval_ms <= 0 || o->gc_leaked_vm_grace_ms <= 0) {
+    fprintf(err, "carpenter: --disruption-poll-interval, "
+                 "--disruption-validation-delay, --gc-interval and "
+                 "--gc-leaked-vm-grace must be greater than 0\n");
+    return CARP_OPTIONS_ERROR;
+  }
   if (o->batch_idle_ms > o->batch_max_ms) {
     fprintf(err, "carpenter: --batch-idle-duration must not exceed "
                  "--batch-max-duration\n");

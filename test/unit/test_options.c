@@ -36,14 +36,25 @@ static void release(struct carp_options *o)
 }
 
 static const char *const env_vars[] = {
-    "KUBECONFIG",           "KUBE_CONTEXT",
-    "PVE_CONFIG",           "CLUSTER_NAME",
-    "METRICS_PORT",         "HEALTH_PROBE_PORT",
-    "LEADER_ELECT",         "LEADER_ELECTION_NAMESPACE",
-    "LEADER_ELECTION_NAME", "LOG_LEVEL",
-    "LOG_FORMAT",           "BATCH_IDLE_DURATION",
-    "BATCH_MAX_DURATION",   "KUBE_CLIENT_QPS",
+    "KUBECONFIG",
+    "KUBE_CONTEXT",
+    "PVE_CONFIG",
+    "CLUSTER_NAME",
+    "METRICS_PORT",
+    "HEALTH_PROBE_PORT",
+    "LEADER_ELECT",
+    "LEADER_ELECTION_NAMESPACE",
+    "LEADER_ELECTION_NAME",
+    "LOG_LEVEL",
+    "LOG_FORMAT",
+    "BATCH_IDLE_DURATION",
+    "BATCH_MAX_DURATION",
+    "KUBE_CLIENT_QPS",
     "KUBE_CLIENT_BURST",
+    "DISRUPTION_POLL_INTERVAL",
+    "DISRUPTION_VALIDATION_DELAY",
+    "GC_INTERVAL",
+    "GC_LEAKED_VM_GRACE",
 };
 
 static int clear_env(void **state)
@@ -72,6 +83,10 @@ static void test_defaults(void **state)
   assert_true(o.kube_client_qps == 200.0);
   assert_int_equal(o.kube_client_burst, 300);
   assert_string_equal(o.cluster_name, "kubernetes");
+  assert_int_equal(o.disruption_poll_ms, 10000);
+  assert_int_equal(o.disruption_validation_ms, 15000);
+  assert_int_equal(o.gc_interval_ms, 120000);
+  assert_int_equal(o.gc_leaked_vm_grace_ms, 300000);
   assert_string_equal(err_text, "");
   release(&o);
 }
@@ -105,6 +120,22 @@ static void test_env_and_flags(void **state)
   assert_true(o.kube_client_qps == 12.5);
   release(&o);
   clear_env(state);
+
+  /* The disruption and garbage collection timings. */
+  {
+    char *argv3[] = {"carpenter", "--disruption-poll-interval=1s",
+                     "--disruption-validation-delay", "500ms",
+                     "--gc-interval=3s"};
+    setenv("GC_LEAKED_VM_GRACE", "45s", 1);
+    setenv("GC_INTERVAL", "1m", 1);
+    assert_int_equal(parse(&o, 5, argv3), CARP_OPTIONS_RUN);
+    assert_int_equal(o.disruption_poll_ms, 1000);
+    assert_int_equal(o.disruption_validation_ms, 500);
+    assert_int_equal(o.gc_interval_ms, 3000);         /* flag beats env */
+    assert_int_equal(o.gc_leaked_vm_grace_ms, 45000); /* env beats default */
+    release(&o);
+    clear_env(state);
+  }
 
   /* A bare boolean flag turns it on. */
   {
@@ -144,6 +175,13 @@ static void test_bad_flags(void **state)
       {"--pve-config", "flag --pve-config needs a value"},
       {"--batch-idle-duration=20s", "--batch-idle-duration must not exceed "
                                     "--batch-max-duration"},
+      {"--disruption-poll-interval=soon",
+       "for flag --disruption-poll-interval: "
+       "want a duration"},
+      {"--gc-interval=0s", "--gc-interval and --gc-leaked-vm-grace must be "
+                           "greater than 0"},
+      {"--disruption-validation-delay=0s", "must be greater than 0"},
+      {"--gc-leaked-vm-grace=-5m", "for flag --gc-leaked-vm-grace"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     struct carp_options o;
@@ -183,6 +221,10 @@ static void test_help_and_version(void **state)
       "--batch-max-duration",
       "--kube-client-qps",
       "--kube-client-burst",
+      "--disruption-poll-interval",
+      "--disruption-validation-delay",
+      "--gc-interval",
+      "--gc-leaked-vm-grace",
       "--help",
       "--version",
   };

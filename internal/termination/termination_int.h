@@ -1,0 +1,115 @@
+/* Private parts of the node termination controller, shared by
+ * termination.c (queue, dispatch, the steps around the drain), drain.c
+ * (pod classification, evictions, deadline deletes) and write.c (patches
+ * and deletes that end a reconcile or run on the side). */
+#ifndef CARP_TERMINATION_INT_H
+#define CARP_TERMINATION_INT_H
+
+#include "carpenter/buf.h"
+#include "carpenter/map.h"
+#include "carpenter/nodeclaim.h"
+#include "carpenter/termination.h"
+#include "carpenter/workqueue.h"
+
+struct carp_metric;
+struct carp_kube_op;
+
+/* One pod being drained. */
+struct pod_drain {
+  char *uid; /* the map key */
+  char *ns;
+  char *name;
+  struct carp_kube_op *evict; /* eviction in flight */
+  int deleting;               /* a deadline delete in flight */
+  int deleted;                /* a deadline delete was accepted */
+  unsigned failures;          /* evictions refused in a row */
+  int64_t next_ms;            /* no new eviction before this (wall ms) */
+  int seen;                   /* still on the node at the last reconcile */
+};
+
+/* What the controller remembers of one Node being terminated. */
+struct node_mem {
+  char *name;
+  char *uid;
+  unsigned busy;                /* callbacks that hold this struct */
+  int dropped;                  /* out of the map: freed when busy reaches 0 */
+  struct carp_map pods;         /* pod uid -> struct pod_drain */
+  struct carp_provider_op *get; /* VM lookup in flight */
+  int64_t get_at_ms;            /* when the last lookup ended */
+  int vm_gone;                  /* the provider says the VM is gone */
+  struct carp_provider_op *del; /* VM delete in flight */
+  int del_done;
+  int del_status;
+  int64_t drain_start_ms;
+  int64_t failed_event_ms; /* last FailedDraining event */
+  int announced;           /* Draining / deadline events sent */
+  int drained;             /* Drained reported */
+  int stamping;            /* termination timestamp annotation in flight */
+};
+
+struct carp_termination {
+  uv_loop_t *loop;
+  struct carp_cluster *cluster;
+  struct carp_kube *kube;
+  struct carp_provider *provider;
+  struct carp_termination_options o;
+  struct carp_workqueue *queue;
+  struct carp_map mem; /* node name -> struct node_mem */
+  int active;
+  int closing;
+  int pending; /* asynchronous operations holding this struct */
+  void (*close_cb)(void *arg);
+  void *close_arg;
+  struct carp_metric *m_terminated;
+  struct carp_metric *m_drained;
+  struct carp_metric *m_evictions;
+  struct carp_metric *m_pods_drained;
+};
+
+struct node_mem *carp__term_mem(struct carp_termination *t,
+                                const struct carp_node *node, int create);
+void carp__term_mem_drop(struct carp_termination *t, const char *name);
+/* Ends a callback that held m (busy) and t (pending). */
+void carp__term_mem_release(struct carp_termination *t, struct node_mem *m);
+void carp__term_unpend(struct carp_termination *t);
+void carp__term_done(struct carp_termination *t, const char *key,
+                     enum carp_reconcile_result r, uint64_t after_ms);
+void carp__term_event(struct carp_termination *t, const struct carp_objmeta *m,
+                      const char *api_version, int warning, const char *reason,
+                      const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+int64_t carp__term_now(void);
+
+/* The drain (drain.c). Returns the number of pods still to go (0:
+ * drained); starts evictions and deadline deletes as needed and sets
+ * *retry_ms to when it wants to look again. */
+size_t carp__term_drain(struct carp_termination *t, struct node_mem *m,
+                        const struct carp_node *node,
+                        const struct carp_nodeclaim *nc, int64_t deadline_ms,
+                        uint64_t *retry_ms);
+/* Cancels the evictions in flight (close). */
+void carp__term_drain_cancel(struct node_mem *m);
+void carp__term_pods_free(struct node_mem *m);
+
+/* Writes (write.c). The callback ends the reconcile of key; a NULL
+ * callback makes it a side write whose outcome is only logged. */
+typedef void (*carp_term_write_cb)(struct carp_termination *t, const char *key,
+                                   const struct carp_kube_result *res);
+int carp__term_patch(struct carp_termination *t, const char *key,
+                     const struct carp_kube_ref *ref, const char *body,
+                     size_t len, carp_term_write_cb cb);
+int carp__term_delete(struct carp_termination *t, const char *key,
+                      const struct carp_kube_ref *ref,
+                      const struct carp_kube_delete_options *o,
+                      carp_term_write_cb cb);
+/* Writes the NodeClaim's condition when it changes (a side write). */
+void carp__term_claim_condition(struct carp_termination *t,
+                                const struct carp_nodeclaim *nc,
+                                const char *type, enum carp_cond_status status,
+                                const char *reason, const char *message);
+/* The usual ending of a write: requeue on success, shortly on a conflict,
+ * back off on errors. */
+void carp__term_after_write(struct carp_termination *t, const char *key,
+                            const struct carp_kube_result *res);
+
+#endif
