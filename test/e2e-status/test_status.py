@@ -242,10 +242,22 @@ class StatusTest(unittest.TestCase):
         self.assertEqual(row[6], str(cpu))
         self.assertRegex(row[7], r"^\d+(Ki|Mi|Gi)?$")
 
-        # Claims carry the same hash annotations.
+        # Claims carry the same hash annotations; one stamped by another
+        # hash version (Karpenter's v3) is re-stamped.
         for c in claims:
             self.assertEqual(c["metadata"]["annotations"].get(
                 "karpenter.sh/nodepool-hash-version"), "carpenter-v1")
+        victim = claims[0]["metadata"]["name"]
+        self.env.kubectl("annotate", "--overwrite", "nodeclaim", victim,
+                         "karpenter.sh/nodepool-hash-version=v3",
+                         "karpenter.sh/nodepool-hash=12345")
+
+        def restamped():
+            a = self.env.get("nodeclaims", victim)["metadata"]["annotations"]
+            return a.get("karpenter.sh/nodepool-hash-version") == \
+                "carpenter-v1" and a.get("karpenter.sh/nodepool-hash") == \
+                ann["karpenter.sh/nodepool-hash"]
+        wait_until(restamped, 15, what="nodeclaim hash re-stamped")
 
         # Metrics.
         node_names = {p["spec"]["nodeName"] for p in pods}
@@ -383,6 +395,38 @@ class StatusTest(unittest.TestCase):
         c = self.wait_condition("nodepools", "pool-broken", "NodeClassReady",
                                 "False")
         self.assertEqual(c["reason"], "Unauthorized")
+
+    def test_pool_of_unready_class_launches_nothing(self):
+        # Regions and templates are fine (the provider offers its instance
+        # types) but the bootstrap Secret is missing: the class is not
+        # Ready, so neither is the pool, and the provisioner leaves it.
+        self.apply("""
+apiVersion: carpenter.dev/v1alpha1
+kind: ProxmoxNodeClass
+metadata:
+  name: np-nosecret
+spec:
+  regions: [homelab]
+  template:
+    name: k3s-agent
+  bootstrap:
+    mode: UserData
+    userDataSecretRef: {name: no-such-secret, namespace: default}
+    isoStorage: local
+""")
+        self.nodepool("pool-unready", "np-nosecret", "team: echo", weight=95)
+        c = self.wait_condition("nodepools", "pool-unready", "Ready", "False")
+        self.assertEqual(c["reason"], "UserDataSecretNotFound")
+        self.wait_condition("nodepools", "pool-unready",
+                            "ValidationSucceeded", "True")
+        self.apply(DEPLOYMENT % {"name": "app-e", "replicas": 1,
+                                 "selector": "team: echo"})
+        time.sleep(6)
+        claims = [c for c in self.env.get("nodeclaims")
+                  if c["metadata"]["labels"].get("karpenter.sh/nodepool") ==
+                  "pool-unready"]
+        self.assertEqual(claims, [])
+        self.env.kubectl("delete", "deployment", "app-e", "-n", "default")
 
     def test_userdata_secret_missing_then_present(self):
         self.apply("""
