@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 import unittest
 
@@ -169,6 +170,41 @@ class Kubectl(SimTestCase):
 
 
 CARPENTER_CRDS = os.path.join(ROOT, "crds")
+
+
+class YAMLAgainstKubectl(SimTestCase):
+    """kubectl's own YAML parser is the oracle for kube-sim's yamlmini."""
+
+    def test_manifests_parse_like_kubectl(self):
+        from kubesim import yamlmini
+        files = sorted(glob.glob(os.path.join(TESTDATA, "*.yaml")) + glob.glob(os.path.join(CARPENTER_CRDS, "*.yaml"))
+                       + glob.glob(os.path.join(CARPENTER_CRDS, "*", "*.yaml")))
+        self.k_apply_crds = self.sim.kubectl("apply", "-f", CARPENTER_CRDS, check=False)
+        checked = 0
+        for f in files:
+            rc, out, err = self.sim.kubectl("create", "--dry-run=client", "-o", "json", "-f", f, check=False)
+            if rc != 0:
+                continue  # kubectl could not map it (e.g. a kind this cluster does not serve)
+            dec = json.JSONDecoder()
+            want = []
+            pos = 0
+            out = out.strip()
+            while pos < len(out):
+                obj, pos = dec.raw_decode(out, pos)
+                while pos < len(out) and out[pos].isspace():
+                    pos += 1
+                want.extend(obj["items"] if obj.get("kind") == "List" and "items" in obj else [obj])
+            with open(f) as fh:
+                got = [d for d in yamlmini.load_all(fh.read()) if d]
+            for w, g in zip(want, got):
+                for obj in (w, g):
+                    obj.get("metadata", {}).pop("creationTimestamp", None)
+                    obj.get("metadata", {}).pop("namespace", None)
+                self.assertEqual(w, g, f)
+            self.assertEqual(len(want), len(got), f)
+            checked += 1
+        sys.stderr.write("yaml files checked against kubectl: %d of %d\n" % (checked, len(files)))
+        self.assertGreaterEqual(checked, 2)
 
 
 @unittest.skipUnless(glob.glob(os.path.join(CARPENTER_CRDS, "*.yaml")), "crds/ does not exist yet")
