@@ -26,6 +26,10 @@ enum carp_metric_type {
   CARP_METRIC_GAUGE,
   CARP_METRIC_HISTOGRAM,
   CARP_METRIC_SUMMARY,
+  /* Streamed families only: "# TYPE name untyped", for a gauge whose
+   * Karpenter name ends in _count, which promtool reserves for histograms
+   * and summaries (PromQL treats both the same). */
+  CARP_METRIC_UNTYPED,
 };
 
 /* NULL-terminated lists of label names and of values (same length). */
@@ -68,7 +72,7 @@ struct carp_metric *carp_metrics_summary(struct carp_metrics *r,
  * callback writes the current samples straight into the exposition, so a
  * family of one series per cached pod costs nothing between scrapes. The
  * family is left out when the callback writes no sample. type is
- * CARP_METRIC_GAUGE or CARP_METRIC_COUNTER. */
+ * CARP_METRIC_GAUGE, CARP_METRIC_COUNTER or CARP_METRIC_UNTYPED. */
 struct carp_metric_writer;
 typedef void (*carp_metrics_stream_cb)(struct carp_metric_writer *w,
                                        void *arg);

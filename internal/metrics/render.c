@@ -128,6 +128,8 @@ static const char *type_name(enum carp_metric_type t)
     return "histogram";
   case CARP_METRIC_SUMMARY:
     return "summary";
+  case CARP_METRIC_UNTYPED:
+    break;
   }
   return "untyped";
 }

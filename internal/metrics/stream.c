@@ -36,8 +36,10 @@ struct carp_metric *carp_metrics_stream(struct carp_metrics *r,
                                         carp_metrics_stream_cb cb, void *arg)
 {
   struct carp_metric *m;
-  if (type != CARP_METRIC_GAUGE && type != CARP_METRIC_COUNTER) {
-    CARP_LOG_ERROR("metrics", "a streamed family is a gauge or a counter",
+  if (type != CARP_METRIC_GAUGE && type != CARP_METRIC_COUNTER &&
+      type != CARP_METRIC_UNTYPED) {
+    CARP_LOG_ERROR("metrics",
+                   "a streamed family is a gauge, a counter or untyped",
                    CARP_F_STR("metric", name));
     return NULL;
   }

@@ -340,8 +340,14 @@ static struct carp_metric *stream(struct carp_metricsctl *m, const char *name,
                                   const char *help, const char *const *labels,
                                   carp_metrics_stream_cb cb)
 {
-  struct carp_metric *f = carp_metrics_stream(m->o.metrics, name, help,
-                                              CARP_METRIC_GAUGE, labels, cb, m);
+  /* Karpenter's gauge names ending in _count are exported untyped:
+   * promtool keeps that suffix for histograms and summaries. */
+  size_t n = strlen(name);
+  enum carp_metric_type type = n > 6 && !strcmp(name + n - 6, "_count")
+                                   ? CARP_METRIC_UNTYPED
+                                   : CARP_METRIC_GAUGE;
+  struct carp_metric *f =
+      carp_metrics_stream(m->o.metrics, name, help, type, labels, cb, m);
   if (f && m->nstreams < CARP_ARRAY_LEN(m->streams))
     m->streams[m->nstreams++] = f;
   return f;

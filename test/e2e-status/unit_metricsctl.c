@@ -233,7 +233,8 @@ static void test_metrics(void **state)
          "resource_type=\"cpu\"} 64\n");
   has(t, "karpenter_nodepools_limit{nodepool=\"default\","
          "resource_type=\"nodes\"} 5\n");
-  has(t, "karpenter_cluster_state_node_count 2\n");
+  has(t, "# TYPE karpenter_cluster_state_node_count untyped\n"
+         "karpenter_cluster_state_node_count 2\n");
   has(t, "karpenter_cluster_state_synced 0\n");
   has(t, "# TYPE karpenter_pods_startup_duration_seconds summary\n");
   has(t, "karpenter_pods_bound_duration_seconds_count 0\n");
