@@ -27,7 +27,7 @@ class _N:
 class NodeLifecycleController(Controller):
     name = "nodelifecycle"
     sids = ("nodes",)
-    period = 2.0
+    period = 10.0
 
     def __init__(self, sim):
         super().__init__(sim)
@@ -37,6 +37,7 @@ class NodeLifecycleController(Controller):
         self.gc_delay = getattr(sim.options, "pod_gc_delay", 40.0)
         self.missing = {}  # node name -> first time seen missing (pods bound to it)
         self.next_gc = 0.0
+        self.resynced_once = False
 
     def extract(self, sid, obj, entry):
         n = _N()
@@ -50,10 +51,16 @@ class NodeLifecycleController(Controller):
     def changed(self, items):
         for sid, key, old, new, ev in items:
             self.dirty.add(key)
+            if new is None:
+                # a node went: look for its pods sooner
+                self.next_gc = min(self.next_gc, time.time() + min(self.gc_delay, 20.0))
 
     def resync(self):
-        self.dirty.update(self.cache["nodes"].keys())
         self.dirty.update(self.watched)
+        if not self.resynced_once:
+            self.resynced_once = True
+            self.dirty.update(self.cache["nodes"].keys())
+
 
     def idle_wait(self):
         waits = [1.0]
@@ -121,7 +128,8 @@ class NodeLifecycleController(Controller):
                 self._safe(self._pods, n, by_node.get(n.name, []))
         now = time.time()
         if now >= self.next_gc:
-            self.next_gc = now + min(5.0, max(0.5, self.gc_delay / 4))
+            # kube-controller-manager's podgc looks every 20 s; shorter grace, shorter period
+            self.next_gc = now + min(20.0, max(0.5, self.gc_delay / 4))
             self._safe(self._pod_gc, now)
         for key, due in list(self.evictions.items()):
             if due <= now:
