@@ -106,6 +106,14 @@ static void on_user_closed(void *arg)
   struct app *a = arg;
   if (--a->closing_users > 0)
     return;
+  /* The status and metrics controllers' informer handlers are gone with
+   * the cluster state now. */
+  carp_nodepool_controller_free(a->nodepools);
+  carp_nodeclass_controller_free(a->nodeclasses);
+  carp_metricsctl_free(a->metricsctl);
+  a->nodepools = NULL;
+  a->nodeclasses = NULL;
+  a->metricsctl = NULL;
   if (a->kube)
     carp_kube_close(a->kube, on_kube_closed, a);
   a->kube = NULL;

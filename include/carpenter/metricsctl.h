@@ -45,8 +45,11 @@ int carp_metricsctl_new(uv_loop_t *loop, struct carp_cluster *cluster,
 /* Durations are observed only while active. */
 void carp_metricsctl_set_active(struct carp_metricsctl *m, int active);
 /* Detaches the streamed families (they render nothing afterwards) and
- * frees the controller; cb runs from the loop. */
+ * stops observing; cb runs from the loop. The struct stays allocated for
+ * the informer handler, which may run until the cluster state is closed:
+ * free it after that. */
 void carp_metricsctl_close(struct carp_metricsctl *m, void (*cb)(void *arg),
                            void *arg);
+void carp_metricsctl_free(struct carp_metricsctl *m);
 
 #endif

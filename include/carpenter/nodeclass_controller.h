@@ -78,8 +78,12 @@ int carp_nodeclass_controller_new(
     struct carp_nodeclass_controller **out);
 void carp_nodeclass_controller_set_active(struct carp_nodeclass_controller *c,
                                           int active);
+/* Stops: reads and writes in flight finish, then cb. The struct stays
+ * allocated for the informer handlers, which may run until the cluster
+ * state is closed: free it after that. */
 void carp_nodeclass_controller_close(struct carp_nodeclass_controller *c,
                                      void (*cb)(void *arg), void *arg);
+void carp_nodeclass_controller_free(struct carp_nodeclass_controller *c);
 
 /* ---- pure parts (tests) ---- */
 

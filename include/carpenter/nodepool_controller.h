@@ -55,8 +55,12 @@ int carp_nodepool_controller_new(
 /* Acts only while active; activating queues every NodePool. */
 void carp_nodepool_controller_set_active(struct carp_nodepool_controller *c,
                                          int active);
+/* Stops: writes in flight finish, then cb. The struct stays allocated for
+ * the informer handlers, which may run until the cluster state is closed:
+ * free it after that. */
 void carp_nodepool_controller_close(struct carp_nodepool_controller *c,
                                     void (*cb)(void *arg), void *arg);
+void carp_nodepool_controller_free(struct carp_nodepool_controller *c);
 
 /* ---- pure parts (tests) ---- */
 

@@ -449,14 +449,17 @@ void carp_metricsctl_set_active(struct carp_metricsctl *m, int active)
 static void on_closed(uv_handle_t *h)
 {
   struct carp_metricsctl *m = h->data;
-  void (*cb)(void *) = m->close_cb;
-  void *arg = m->close_arg;
   snap_clear(m);
   carp_map_free(&m->snap_index);
-  carp_free(m->snap);
+  CARP_FREE(&m->snap);
+  m->capsnap = 0;
+  if (m->close_cb)
+    m->close_cb(m->close_arg);
+}
+
+void carp_metricsctl_free(struct carp_metricsctl *m)
+{
   carp_free(m);
-  if (cb)
-    cb(arg);
 }
 
 void carp_metricsctl_close(struct carp_metricsctl *m, void (*cb)(void *arg),

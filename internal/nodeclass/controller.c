@@ -42,6 +42,7 @@ struct carp_nodeclass_controller {
   int closing;
   int timer_open;
   int pending; /* reads and writes in flight */
+  int closed;  /* close finished: only the handlers' flag checks remain */
   void (*close_cb)(void *arg);
   void *close_arg;
 };
@@ -90,22 +91,27 @@ static int in_grace(struct carp_nodeclass_controller *c,
   return now - f->since_ms < REGION_GRACE_MS;
 }
 
+/* Ends a close once nothing is in flight (the struct itself is freed by
+ * carp_nodeclass_controller_free). */
 static void maybe_free(struct carp_nodeclass_controller *c)
 {
-  void (*cb)(void *);
-  void *arg;
-  size_t i;
-  if (!c->closing || c->queue || c->pending || c->timer_open)
+  if (!c->closing || c->closed || c->queue || c->pending || c->timer_open)
     return;
-  cb = c->close_cb;
-  arg = c->close_arg;
+  c->closed = 1;
+  if (c->close_cb)
+    c->close_cb(c->close_arg);
+}
+
+void carp_nodeclass_controller_free(struct carp_nodeclass_controller *c)
+{
+  size_t i;
+  if (!c)
+    return;
   for (i = 0; i < c->nregions; i++)
     carp_free(c->regions[i]);
   carp_free(c->regions);
   free_failing(c);
   carp_free(c);
-  if (cb)
-    cb(arg);
 }
 
 static void done(struct carp_nodeclass_controller *c, const char *key,

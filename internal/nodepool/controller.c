@@ -29,6 +29,7 @@ struct carp_nodepool_controller {
   int closing;
   int timer_open;
   int pending; /* writes in flight */
+  int closed;  /* close finished: only the handlers' flag checks remain */
   void (*close_cb)(void *arg);
   void *close_arg;
 };
@@ -42,17 +43,20 @@ struct write_batch {
   int err; /* first error worth a retry */
 };
 
+/* Ends a close once nothing is in flight (the struct itself is freed by
+ * carp_nodepool_controller_free). */
 static void maybe_free(struct carp_nodepool_controller *c)
 {
-  void (*cb)(void *);
-  void *arg;
-  if (!c->closing || c->queue || c->pending || c->timer_open)
+  if (!c->closing || c->closed || c->queue || c->pending || c->timer_open)
     return;
-  cb = c->close_cb;
-  arg = c->close_arg;
+  c->closed = 1;
+  if (c->close_cb)
+    c->close_cb(c->close_arg);
+}
+
+void carp_nodepool_controller_free(struct carp_nodepool_controller *c)
+{
   carp_free(c);
-  if (cb)
-    cb(arg);
 }
 
 static void done(struct carp_nodepool_controller *c, const char *key,

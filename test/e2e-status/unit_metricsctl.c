@@ -86,6 +86,7 @@ static void env_close(struct env *e)
   assert_int_equal(n, 1);
   carp_cluster_close(e->cluster, on_closed, &n);
   uv_run(&e->loop, UV_RUN_DEFAULT);
+  carp_metricsctl_free(e->mctl);
   carp_kube_close(e->kube, on_closed, &n);
   uv_run(&e->loop, UV_RUN_DEFAULT);
   assert_int_equal(n, 3);
