@@ -18,10 +18,18 @@
  * lower_bound prices every request at the cheapest price per vCPU and per
  * GiB. Not a timed test.
  *
+ * By default the process keeps the memory it frees (glibc's trim and mmap
+ * thresholds raised), as a long-running controller should: otherwise glibc
+ * hands freed memory back to the kernel after every solve and the next solve
+ * pays the page faults again. --default-malloc measures without that.
+ *
  * usage: bench_scheduling [--mix diverse|generic|both] [--sizes 1,50,...]
- *                         [--seed N] [--min-seconds S] */
+ *                         [--seed N] [--min-seconds S] [--default-malloc] */
 #include <stdio.h>
 #include <stdlib.h>
+#ifdef __GLIBC__
+#include <malloc.h> /* mallopt */
+#endif
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -245,6 +253,7 @@ int main(int argc, char **argv)
   const char *mix = "both";
   uint64_t seed = 42;
   double min_seconds = 0.3;
+  int keep_memory = 1;
   struct rusage ru;
 
   for (int i = 1; i < argc; i++) {
@@ -254,6 +263,8 @@ int main(int argc, char **argv)
       seed = strtoull(argv[++i], NULL, 10);
     } else if (strcmp(argv[i], "--min-seconds") == 0 && i + 1 < argc) {
       min_seconds = strtod(argv[++i], NULL);
+    } else if (strcmp(argv[i], "--default-malloc") == 0) {
+      keep_memory = 0;
     } else if (strcmp(argv[i], "--sizes") == 0 && i + 1 < argc) {
       char *s = argv[++i], *end;
       while (*s && nsizes < 64) {
@@ -265,7 +276,7 @@ int main(int argc, char **argv)
     } else {
       fprintf(stderr,
               "usage: %s [--mix diverse|generic|both] [--sizes 1,50,...] "
-              "[--seed N] [--min-seconds S]\n",
+              "[--seed N] [--min-seconds S] [--default-malloc]\n",
               argv[0]);
       return 2;
     }
@@ -273,6 +284,14 @@ int main(int argc, char **argv)
   if (!nsizes)
     for (size_t i = 0; i < sizeof(default_sizes) / sizeof(*default_sizes); i++)
       sizes[nsizes++] = default_sizes[i];
+#ifdef __GLIBC__
+  if (keep_memory) {
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  }
+#else
+  keep_memory = 0;
+#endif
   make_types();
   if (strcmp(mix, "both") == 0 || strcmp(mix, "diverse") == 0)
     for (size_t i = 0; i < nsizes; i++)
@@ -283,6 +302,7 @@ int main(int argc, char **argv)
       if (run("generic", sizes[i], seed, min_seconds))
         return 1;
   getrusage(RUSAGE_SELF, &ru);
-  printf("peak_rss_mb=%.1f\n", (double)ru.ru_maxrss / 1024.0);
+  printf("peak_rss_mb=%.1f malloc=%s\n", (double)ru.ru_maxrss / 1024.0,
+         keep_memory ? "keep" : "default");
   return 0;
 }
