@@ -140,6 +140,7 @@ class Sim:
         self.stopping = threading.Event()
         self.started = time.time()
         self.warned_plain_http = False
+        self.tmp_tls = None
 
     def log(self, msg):
         if not self.options.quiet:
@@ -361,7 +362,9 @@ class Sim:
         ca_pem = None
         scheme = "http"
         if self.options.tls:
-            d = self.options.tls_dir or tempfile.mkdtemp(prefix="kube-sim-tls-")
+            d = self.options.tls_dir
+            if not d:
+                d = self.tmp_tls = tempfile.mkdtemp(prefix="kube-sim-tls-")
             ssl_ctx, ca_pem = tlsgen.server_context(d)
             scheme = "https"
         try:
@@ -410,6 +413,9 @@ class Sim:
         if self.options.state:
             self.save_state()
         self.reqlog.close()
+        if self.tmp_tls:
+            import shutil
+            shutil.rmtree(self.tmp_tls, ignore_errors=True)
 
 
 def _read_objects(path):

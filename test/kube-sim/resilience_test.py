@@ -100,6 +100,7 @@ class RequestLog(unittest.TestCase):
                 recs = [json.loads(l) for l in fh]
         finally:
             sim.cleanup()
+            __import__("shutil").rmtree(d, ignore_errors=True)
         recs = [r for r in recs if r["userAgent"] != "kubectl"]
         by = [(r["method"], r["verb"], r["resource"], r["subresource"], r["name"], r["code"]) for r in recs]
         for want in [("POST", "create", "pods", "", "", 201), ("GET", "get", "pods", "", "r1", 200),
@@ -156,7 +157,6 @@ class State(unittest.TestCase):
             self.assertEqual(evs[0]["object"]["code"], 410, "the history is not kept across restarts")
             # the kubeconfig (same port, token and CA) still works for kubectl
             self.assertIn("keep", sim.kubectl("get", "configmaps", "-o", "name")[1])
-            self.assertCode = None
         finally:
             sim.cleanup()
 
