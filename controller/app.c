@@ -114,6 +114,9 @@ static void on_user_closed(void *arg)
   a->nodepools = NULL;
   a->nodeclasses = NULL;
   a->metricsctl = NULL;
+  /* Its informer handlers are gone with the cluster state now. */
+  carp_termination_free(a->termination);
+  a->termination = NULL;
   if (a->kube)
     carp_kube_close(a->kube, on_kube_closed, a);
   a->kube = NULL;

@@ -59,7 +59,8 @@ struct carp_termination_options {
   unsigned concurrency;           /* Nodes reconciled at once; default 64 */
 };
 
-/* Adds informer handlers: call before carp_cluster_start(). */
+/* Adds informer handlers: call before carp_cluster_start(). When adding
+ * them fails, *out is set all the same (close and free it). */
 int carp_termination_new(uv_loop_t *loop, struct carp_cluster *cluster,
                          struct carp_kube *kube, struct carp_provider *provider,
                          const struct carp_termination_options *o,
@@ -67,9 +68,12 @@ int carp_termination_new(uv_loop_t *loop, struct carp_cluster *cluster,
 /* Acts only while active (the leader); activating queues every Node being
  * deleted. */
 void carp_termination_set_active(struct carp_termination *t, int active);
-/* Stops: evictions and provider calls in flight are cancelled, then cb. */
+/* Stops: evictions and provider calls in flight are cancelled, then cb.
+ * The struct stays allocated for the informer handlers, which may run
+ * until the cluster state is closed: free it after that. */
 void carp_termination_close(struct carp_termination *t, void (*cb)(void *arg),
                             void *arg);
+void carp_termination_free(struct carp_termination *t);
 
 /* ---- pure helpers (exposed for tests and the disruption controller) ---- */
 

@@ -689,9 +689,13 @@ int carp_termination_new(uv_loop_t *loop, struct carp_cluster *cluster,
     return rc;
   }
   nh.arg = ph.arg = ch.arg = t;
-  carp_informer_add_handlers(cluster->nodes, &nh);
-  carp_informer_add_handlers(cluster->pods, &ph);
-  carp_informer_add_handlers(cluster->nodeclaims, &ch);
+  /* Handlers added before a failure hold t: it is handed out anyway, to
+   * be closed and freed like a working one (it never acts). */
+  *out = t;
+  if ((rc = carp_informer_add_handlers(cluster->nodes, &nh)) ||
+      (rc = carp_informer_add_handlers(cluster->pods, &ph)) ||
+      (rc = carp_informer_add_handlers(cluster->nodeclaims, &ch)))
+    return rc;
   if (t->o.metrics) {
     t->m_terminated = carp_metrics_counter(
         t->o.metrics, "karpenter_nodes_terminated_total",
@@ -718,6 +722,9 @@ int carp_termination_new(uv_loop_t *loop, struct carp_cluster *cluster,
 
 /* ---- close ---- */
 
+/* Everything stopped: only the struct itself is left, for the informer
+ * handlers that may still run until the cluster state is closed (they see
+ * t->closing and return); carp_termination_free() releases it. */
 static void finish_close(struct carp_termination *t)
 {
   struct carp_map_iter it;
@@ -728,9 +735,19 @@ static void finish_close(struct carp_termination *t)
   while (carp_map_next(&t->mem, &it, NULL, NULL, &v))
     mem_free(v);
   carp_map_free(&t->mem);
-  carp_free(t);
+  t->closed = 1;
   if (cb)
     cb(arg);
+}
+
+void carp_termination_free(struct carp_termination *t)
+{
+  if (!t)
+    return;
+  if (!t->closed)
+    CARP_LOG_ERROR("termination", "freed before it was closed");
+  else
+    carp_free(t);
 }
 
 void carp__term_unpend(struct carp_termination *t)

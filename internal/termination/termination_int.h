@@ -57,6 +57,7 @@ struct carp_termination {
   struct carp_map mem; /* node name -> struct node_mem */
   int active;
   int closing;
+  int closed;  /* close finished: only carp_termination_free() is left */
   int pending; /* asynchronous operations holding this struct */
   void (*close_cb)(void *arg);
   void *close_arg;

@@ -104,9 +104,13 @@ class EmptinessTest(E2ETest):
         self.assertGreaterEqual(self.metric(
             "karpenter_nodeclaims_disrupted_total", reason="expired",
             nodepool="short", termination_mode="forceful"), 1)
-        # Stop the churn: every new node would expire too.
+        # Stop the churn (every new node would expire too) and let the
+        # NodePool's deletion take its NodeClaims (ownerReferences) before
+        # the test ends.
         self.kubectl("delete", "deployment", "batch")
         self.kubectl("delete", "nodepool", "short", "--wait=false")
+        wait_until(lambda: not self.claims_of_pool("short"), 60,
+                   what="the NodePool's NodeClaims gone")
 
 
 if __name__ == "__main__":
