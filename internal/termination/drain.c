@@ -34,6 +34,7 @@
 #define STUCK_TERMINATING_MS 60000
 #define FAILED_EVENT_MS      30000
 #define DRAIN_POLL_MS        1000
+#define EVICTED_RECHECK_MS   5000
 
 /* ---- pure helpers ---- */
 
@@ -204,6 +205,9 @@ static void on_evicted(const struct carp_kube_result *res, void *arg)
                                    .name = d->name,
                                    .uid = d->uid};
     d->failures = 0;
+    /* Give the cache time to show the pod terminating before another
+     * eviction (one would be harmless, but noise). */
+    d->next_ms = now + EVICTED_RECHECK_MS;
     CARP_LOG_INFO("termination", "evicted pod", CARP_F_STR("node", m->name),
                   CARP_F_STR("namespace", d->ns), CARP_F_STR("pod", d->name));
     if (t->o.recorder)

@@ -140,6 +140,12 @@ static int64_t deadline_of(const struct carp_nodeclaim *nc)
 static void on_claim_deleted(struct carp_termination *t, const char *key,
                              const struct carp_kube_result *res)
 {
+  /* The NodeClaim's update (its deletionTimestamp) queues the Node again;
+   * looking before that would only delete it a second time. */
+  if (!res->err) {
+    carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, 2000);
+    return;
+  }
   carp__term_after_write(t, key, res);
 }
 
@@ -268,9 +274,14 @@ static void put_taint(struct carp_jw *w, const struct carp_taint *t)
 static void on_tainted(struct carp_termination *t, const char *key,
                        const struct carp_kube_result *res)
 {
-  if (!res->err)
+  if (!res->err) {
     CARP_LOG_INFO("termination", "tainted node", CARP_F_STR("node", key),
                   CARP_F_STR("taint", CARP_TAINT_DISRUPTED ":NoSchedule"));
+    /* The Node's update queues it again (a look before would only find
+     * the cache behind and conflict). */
+    carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, 1000);
+    return;
+  }
   carp__term_after_write(t, key, res);
 }
 
@@ -383,8 +394,15 @@ static void delete_vm(struct carp_termination *t, struct node_mem *m,
 static void on_finalizer_removed(struct carp_termination *t, const char *key,
                                  const struct carp_kube_result *res)
 {
-  if (!res->err)
-    carp__term_mem_drop(t, key);
+  struct node_mem *m = carp_map_gets(&t->mem, key);
+  if (!res->err) {
+    /* The Node's deletion event drops the memory; until then a stale
+     * cache must not start over. */
+    if (m)
+      m->finalized = 1;
+    carp__term_done(t, key, CARP_RECONCILE_DONE, 0);
+    return;
+  }
   carp__term_after_write(t, key, res);
 }
 
@@ -504,6 +522,10 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
     return;
   }
   m = carp__term_mem(t, node, 1);
+  if (m->finalized) {
+    carp__term_done(t, key, CARP_RECONCILE_DONE, 0);
+    return;
+  }
   nc = carp_cluster_nodeclaim_of_node(t->cluster, node);
   pid =
       nc && nc->status.provider_id ? nc->status.provider_id : node->provider_id;

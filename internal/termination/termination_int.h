@@ -45,6 +45,7 @@ struct node_mem {
   int announced;           /* Draining / deadline events sent */
   int drained;             /* Drained reported */
   int stamping;            /* termination timestamp annotation in flight */
+  int finalized;           /* finalizer removed: waiting for the Node to go */
 };
 
 struct carp_termination {

@@ -9,7 +9,8 @@ pve-sim.
   deleted outright.
 - A pod annotated karpenter.sh/do-not-disrupt is not evicted: it is
   deleted at the NodeClaim's terminationGracePeriod minus its own grace
-  period, and then the node goes."""
+  period, and then the node goes.
+- Deleting a Node deletes its NodeClaim, and the same drain follows."""
 import time
 
 from e2elib import (E2ETest, daemonset_yaml, deployment_yaml, item_list,
@@ -52,6 +53,7 @@ class TerminationTest(E2ETest):
         # Every web pod went through the Eviction API, once, successfully.
         ev = self.evictions(web)
         self.assertEqual({r["name"] for r in ev}, web)
+        self.assertEqual(len(ev), len(web), ev)
         self.assertTrue(all(r["code"] == 201 for r in ev), ev)
         # The DaemonSet pod was left alone, and nothing was deleted
         # outright.
@@ -118,8 +120,8 @@ spec:
                      "-p", '{"spec":{"minAvailable":0}}')
         took = self.wait_gone(claim, 60)
         print("\npdb: drain finished %.1f s after the PDB was relaxed" % took)
-        self.assertEqual({r["name"] for r in self.evictions(names)
-                          if r["code"] == 201}, names)
+        ok = [r["name"] for r in self.evictions(names) if r["code"] == 201]
+        self.assertEqual(sorted(ok), sorted(names))
         self.assertEqual(self.pod_deletes(), [])
         self.wait_running("db", 2, timeout=60, namespace="guarded",
                           exclude_nodes=(node,))
@@ -169,6 +171,26 @@ spec:
                                     "Disrupted"))
         self.assertTrue(self.events("Node", node,
                                     "TerminationGracePeriodExpiring"))
+
+    def test_4_delete_node_deletes_its_nodeclaim(self):
+        self.kubectl("create", "namespace", "solo")
+        self.apply(deployment_yaml("api", "drain", replicas=1, cpu="1200m",
+                                   namespace="solo"))
+        pod = self.wait_running("api", 1, timeout=90, namespace="solo")[0]
+        node = pod["spec"]["nodeName"]
+        claim = self.claim_of_node(node)
+        self.kubectl("delete", "node", node, "--wait=false")
+        took = self.wait_gone(claim, 60)
+        print("\nnode delete: nodeclaim, node and VM gone %.1f s after the "
+              "node's delete" % took)
+        self.assertEqual(len(self.carpenter_requests(
+            method="DELETE", resource="nodeclaims",
+            name=claim["metadata"]["name"])), 1)
+        self.assertEqual({r["name"] for r in self.evictions()
+                          if r["namespace"] == "solo"},
+                         {pod["metadata"]["name"]})
+        self.wait_running("api", 1, timeout=60, namespace="solo",
+                          exclude_nodes=(node,))
 
 
 if __name__ == "__main__":
