@@ -116,7 +116,11 @@ static void on_user_closed(void *arg)
   a->metricsctl = NULL;
   /* Its informer handlers are gone with the cluster state now. */
   carp_termination_free(a->termination);
+  carp_provisioner_free(a->provisioner);
+  carp_lifecycle_free(a->lifecycle);
   a->termination = NULL;
+  a->provisioner = NULL;
+  a->lifecycle = NULL;
   if (a->kube)
     carp_kube_close(a->kube, on_kube_closed, a);
   a->kube = NULL;
@@ -479,8 +483,8 @@ static int start_controllers(struct app *a)
   nco.regions = (const char *const *)a->pve_regions;
   nco.nregions = a->npve_regions;
   nco.region_status = carp_pve_provider_region_status;
-  rc = carp_nodeclass_controller_new(&a->loop, a->cluster, a->kube,
-                                     a->provider, &nco, &a->nodeclasses);
+  rc = carp_nodeclass_controller_new(&a->loop, a->cluster, a->kube, a->provider,
+                                     &nco, &a->nodeclasses);
   if (rc)
     return rc;
   memset(&po, 0, sizeof(po));

@@ -51,7 +51,11 @@ int carp_lifecycle_new(uv_loop_t *loop, struct carp_cluster *cluster,
                        struct carp_lifecycle **out);
 /* Acts only while active (the leader); activating queues every NodeClaim. */
 void carp_lifecycle_set_active(struct carp_lifecycle *l, int active);
+/* Stops, cancels launches and deletes in flight, waits for every callback,
+ * then calls cb. The informer handlers stay registered: free only after
+ * the cluster state (its informers) is closed. */
 void carp_lifecycle_close(struct carp_lifecycle *l, void (*cb)(void *arg),
                           void *arg);
+void carp_lifecycle_free(struct carp_lifecycle *l);
 
 #endif

@@ -38,7 +38,11 @@ int carp_provisioner_new(uv_loop_t *loop, struct carp_cluster *cluster,
 void carp_provisioner_set_active(struct carp_provisioner *p, int active);
 /* Starts a batch (as a pending pod would). */
 void carp_provisioner_trigger(struct carp_provisioner *p);
+/* Stops batching and waits for creates in flight, then calls cb. The
+ * informer handlers stay registered: free only after the cluster state
+ * (its informers) is closed. */
 void carp_provisioner_close(struct carp_provisioner *p, void (*cb)(void *arg),
                             void *arg);
+void carp_provisioner_free(struct carp_provisioner *p);
 
 #endif

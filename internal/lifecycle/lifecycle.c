@@ -271,17 +271,23 @@ int carp_lifecycle_new(uv_loop_t *loop, struct carp_cluster *cluster,
 
 static void finish_close(struct carp_lifecycle *l)
 {
+  /* Closed; freed by carp_lifecycle_free once the informers that call
+   * its handlers are closed too. */
+  if (l->close_cb)
+    l->close_cb(l->close_arg);
+}
+
+void carp_lifecycle_free(struct carp_lifecycle *l)
+{
   struct carp_map_iter it;
   void *v;
-  void (*cb)(void *) = l->close_cb;
-  void *arg = l->close_arg;
+  if (!l)
+    return;
   carp_map_iter_init(&it);
   while (carp_map_next(&l->mem, &it, NULL, NULL, &v))
     mem_free(v);
   carp_map_free(&l->mem);
   carp_free(l);
-  if (cb)
-    cb(arg);
 }
 
 void carp__lc_unpend(struct carp_lifecycle *l)

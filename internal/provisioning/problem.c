@@ -364,6 +364,7 @@ static void pod_of(struct carp_prov_problem *pr, const struct carp_pod *p,
 /* ---- nodes and in-flight claims ---- */
 
 struct target {
+  struct carp_resources allocatable;
   struct carp_resources requested;
   struct carp_sched_host_port *ports;
   size_t nports, capports;
@@ -741,6 +742,23 @@ static void add_daemons(struct carp_prov_problem *pr,
   pr->p.ndaemons = n;
 }
 
+/* Whether r still fits on t beside what t already holds. */
+static int fits(const struct target *t, const struct carp_resources *r)
+{
+  uint32_t i;
+  if (t->requested.cpu + r->cpu > t->allocatable.cpu ||
+      t->requested.memory + r->memory > t->allocatable.memory ||
+      (t->allocatable.pods &&
+       t->requested.pods + r->pods > t->allocatable.pods))
+    return 0;
+  for (i = 0; i < r->nextended; i++)
+    if (carp_resources_get(&t->requested, r->extended[i].name) +
+            r->extended[i].value >
+        carp_resources_get(&t->allocatable, r->extended[i].name))
+      return 0;
+  return 1;
+}
+
 /* ---- putting it together ---- */
 
 static void add_bound_pods(struct builder *b, int all)
@@ -808,8 +826,11 @@ int carp_prov_problem_build(struct carp_prov_problem *pr,
     const struct carp_pod *p = in->pending[i];
     const char *target = carp_cluster_nomination(c, p->meta.uid);
     void *slot = target ? carp_map_gets(&b.target_index, target) : NULL;
-    if (slot) {
-      /* Nominated to a live target: it counts there, not placed again. */
+    /* Nominated to a live target that still has room for it: it counts
+     * there and is not placed again. The kube-scheduler binds pods where
+     * it likes, so a target may have filled up with others meanwhile;
+     * then the pod is placed anew. */
+    if (slot && fits(&b.targets[(uintptr_t)slot - 1], &p->spec->requests)) {
       size_t k = (uintptr_t)slot - 1;
       carp_resources_add(&b.targets[k].requested, &p->spec->requests);
       add_ports(pr, &b.targets[k], p->spec);
@@ -829,6 +850,7 @@ int carp_prov_problem_build(struct carp_prov_problem *pr,
     b.nodes[i].host_ports = b.targets[i].ports;
     b.nodes[i].nhost_ports = b.targets[i].nports;
     carp_resources_cleanup(&b.targets[i].requested);
+    carp_resources_cleanup(&b.targets[i].allocatable);
   }
   pr->p.nodes = b.nodes;
   pr->p.nnodes = b.nnodes;

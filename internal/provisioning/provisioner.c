@@ -43,6 +43,7 @@ struct carp_provisioner {
   struct carp_metric *m_duration;
   struct carp_metric *m_queue;
   struct carp_metric *m_unschedulable;
+  double unschedulable; /* the last batch's count, for m_unschedulable */
   struct carp_metric *m_created;
 };
 
@@ -405,7 +406,7 @@ static void on_batch(size_t triggers, void *arg)
   npending = collect_pending(p, &pending);
   carp_metric_set(p->m_queue, CARP_VALUES("provisioner"), (double)npending);
   if (!npending) {
-    carp_metric_set(p->m_unschedulable, CARP_VALUES("provisioner"), 0);
+    p->unschedulable = 0;
     carp_free(pending);
     return;
   }
@@ -437,8 +438,7 @@ static void on_batch(size_t triggers, void *arg)
   for (i = 0; i < res->nclaims; i++)
     start_create(p, &pr, res, &res->claims[i]);
   report_unschedulable(p, &pr, res);
-  carp_metric_set(p->m_unschedulable, CARP_VALUES("provisioner"),
-                  (double)res->nunschedulable);
+  p->unschedulable = (double)res->nunschedulable;
   /* Pods that fit nowhere are tried again later (capacity may free up,
    * limits may change) without waiting for a pod event. */
   if (res->nunschedulable)
@@ -449,6 +449,12 @@ static void on_batch(size_t triggers, void *arg)
 }
 
 /* ---- lifecycle ---- */
+
+static void stream_unschedulable(struct carp_metric_writer *w, void *arg)
+{
+  struct carp_provisioner *p = arg;
+  carp_metric_writer_sample(w, CARP_VALUES("provisioner"), p->unschedulable);
+}
 
 int carp_provisioner_new(uv_loop_t *loop, struct carp_cluster *cluster,
                          struct carp_kube *kube, struct carp_provider *provider,
@@ -492,9 +498,12 @@ int carp_provisioner_new(uv_loop_t *loop, struct carp_cluster *cluster,
         o->metrics, "karpenter_scheduler_queue_depth",
         "The number of pods currently waiting to be scheduled.",
         CARP_LABELS("controller"));
-    p->m_unschedulable = carp_metrics_gauge(
+    /* Karpenter's name ends in _count, which promtool reserves for
+     * histograms and summaries: exported untyped (read as a gauge). */
+    p->m_unschedulable = carp_metrics_stream(
         o->metrics, "karpenter_scheduler_unschedulable_pods_count",
-        "The number of unschedulable Pods.", CARP_LABELS("controller"));
+        "The number of unschedulable Pods.", CARP_METRIC_UNTYPED,
+        CARP_LABELS("controller"), stream_unschedulable, p);
     p->m_created = carp_metrics_counter(
         o->metrics, "karpenter_nodeclaims_created_total",
         "Number of nodeclaims created in total by Karpenter. Labeled by "
@@ -507,15 +516,21 @@ int carp_provisioner_new(uv_loop_t *loop, struct carp_cluster *cluster,
 
 static void closed_one(struct carp_provisioner *p)
 {
-  void (*cb)(void *);
-  void *arg;
   if (--p->handles > 0)
     return;
-  cb = p->close_cb;
-  arg = p->close_arg;
+  /* Closed; freed by carp_provisioner_free once the informers that call
+   * its handlers are closed too. */
+  if (p->close_cb)
+    p->close_cb(p->close_arg);
+}
+
+void carp_provisioner_free(struct carp_provisioner *p)
+{
+  if (!p)
+    return;
+  if (p->m_unschedulable)
+    carp_metric_stream_detach(p->m_unschedulable);
   carp_free(p);
-  if (cb)
-    cb(arg);
 }
 
 static void on_retry_closed(uv_handle_t *h)

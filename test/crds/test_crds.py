@@ -311,7 +311,7 @@ class KubeSim:
         exe = os.path.join(SRC, "hack", "kube-sim")
         self.log = open(os.path.join(self.dir, "kube-sim.log"), "w+")
         self.proc = subprocess.Popen(
-            [exe, "--listen", "127.0.0.1:0", "--kubeconfig-out",
+            [exe, "--listen", "127.0.0.1:0", "--tls", "--kubeconfig-out",
              self.kubeconfig],
             stdout=subprocess.PIPE, stderr=self.log, text=True)
         deadline = time.time() + 30

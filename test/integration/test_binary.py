@@ -7,10 +7,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 from carptest import CARPENTER, Carpenter, http_get  # noqa: E402
+from sims import CRDS, KubeSim, wait_until  # noqa: E402
 
 DESIGN_FLAGS = {
     "--kubeconfig": "KUBECONFIG", "--pve-config": "PVE_CONFIG",
@@ -47,6 +50,18 @@ class FlagsTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0)
         self.assertRegex(r.stdout, r"^carpenter \d+\.\d+\.\d+ \(commit \S+\)")
 
+    def test_readyz_waits_for_crds(self):
+        sim = KubeSim()  # no CRDs installed
+        self.addCleanup(sim.stop)
+        c = Carpenter("--kubeconfig", sim.kubeconfig, "--leader-elect=false",
+                      "--metrics-port=0", "--health-probe-port=0")
+        self.addCleanup(c.stop, signal.SIGKILL)
+        base = "http://127.0.0.1:%d" % c.port("health")
+        time.sleep(1.5)
+        status, _, body = http_get(base + "/readyz?verbose")
+        self.assertEqual(status, 503)
+        self.assertIn("[-]crds failed", body)
+
     def test_bad_values_exit_2_naming_the_flag(self):
         for args, env, want in [
                 (["--metrics-port", "http"], None, "--metrics-port"),
@@ -59,9 +74,54 @@ class FlagsTest(unittest.TestCase):
             self.assertEqual(r.stdout, "")
 
 
+    def test_broken_kube_config_exits_2(self):
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, "kubeconfig")
+            with open(bad, "w") as f:
+                f.write("current-context: x\ncontexts: [unclosed\n")
+            for args, env, want in [
+                    (["--kubeconfig", bad], None, bad + ":"),
+                    (["--kubeconfig", os.path.join(d, "missing")], None,
+                     "No such file"),
+                    ([], {"KUBERNETES_SERVICE_HOST": ""},
+                     "KUBERNETES_SERVICE_HOST")]:
+                r = run(*args, "--metrics-port=0", "--health-probe-port=0",
+                        env=env)
+                self.assertEqual(r.returncode, 2, (args, r.stderr))
+                self.assertIn(want, r.stderr)
+
+    def test_broken_pve_config_exits_2(self):
+        sim = KubeSim()
+        self.addCleanup(sim.stop)
+        with tempfile.TemporaryDirectory() as d:
+            bad = os.path.join(d, "pve.yaml")
+            with open(bad, "w") as f:
+                f.write("clusters:\n  - region: a\n    url: 42\n")
+            r = run("--kubeconfig", sim.kubeconfig, "--pve-config", bad,
+                    "--metrics-port=0", "--health-probe-port=0")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("invalid Proxmox VE configuration", r.stderr)
+            self.assertIn(bad + ":", r.stderr)
+
+
 class EndpointsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        args = []
+        for c in CRDS:
+            args += ["--crds", c]
+        cls.sim = KubeSim(*args)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.sim.stop()
+
+    def start(self, *extra):
+        return Carpenter("--kubeconfig", self.sim.kubeconfig,
+                         "--leader-elect=false", *extra)
+
     def setUp(self):
-        self.c = Carpenter("--metrics-port=0", "--health-probe-port=0")
+        self.c = self.start("--metrics-port=0", "--health-probe-port=0")
         self.addCleanup(self.c.stop, signal.SIGKILL)
         self.metrics = self.c.port("metrics")
         self.health = self.c.port("health")
@@ -86,14 +146,18 @@ class EndpointsTest(unittest.TestCase):
         base = "http://127.0.0.1:%d" % self.health
         self.assertEqual(http_get(base + "/healthz")[0], 200)
         self.assertEqual(http_get(base + "/healthz")[2], "ok")
-        self.assertEqual(http_get(base + "/readyz")[0], 200)
+        # Ready once every cache has synced and the CRDs are found.
+        wait_until(lambda: http_get(base + "/readyz")[0] == 200, 20,
+                   what="/readyz 200")
+        self.assertIn("[+]informers-synced ok",
+                      http_get(base + "/readyz?verbose")[2])
         self.assertEqual(http_get(base + "/nothing")[0], 404)
         self.assertEqual(http_get(
             "http://127.0.0.1:%d/healthz" % self.metrics)[0], 404)
 
     def test_graceful_shutdown(self):
         for sig in (signal.SIGTERM, signal.SIGINT):
-            c = Carpenter("--metrics-port=0", "--health-probe-port=0")
+            c = self.start("--metrics-port=0", "--health-probe-port=0")
             c.port("health")
             code, seconds = c.stop(sig)
             self.assertEqual(code, 0, "\n".join(c.lines))
@@ -104,8 +168,8 @@ class EndpointsTest(unittest.TestCase):
                                  for r in c.records()), "\n".join(c.lines))
 
     def test_port_in_use_fails(self):
-        c = Carpenter("--metrics-port=%d" % self.metrics,
-                      "--health-probe-port=0")
+        c = self.start("--metrics-port=%d" % self.metrics,
+                       "--health-probe-port=0")
         self.assertEqual(c.wait_exit(5), 1)
         self.assertTrue(any(r.get("message") == "cannot listen"
                             for r in c.records()))
