@@ -246,6 +246,8 @@ static void start_create(struct carp_provisioner *p,
       carp_arena_array(&pr->arena, cl->nrequirements + 1, sizeof(*reqs));
   struct carp_nodeclaim_create in;
   struct carp_resources requests;
+  const struct carp_nodeclass *nc;
+  struct carp_kv class_hash[2];
   struct create *cr;
   struct carp_buf body;
   const char **names;
@@ -289,6 +291,19 @@ static void start_create(struct carp_provisioner *p,
   in.requirements = reqs;
   in.nrequirements = n;
   in.requests = &requests;
+  /* The class hash the VM is launched with, so a later change of the
+   * class's spec shows as drift (Karpenter stamps its EC2NodeClass hash
+   * the same way). The status hash is the controller's, which includes
+   * the user-data text the provisioner never reads. */
+  nc = carp_cluster_nodeclass(p->cluster, pool->tmpl.node_class_ref.name);
+  if (nc && nc->status.spec_hash) {
+    class_hash[0].key = CARP_ANN_NODECLASS_HASH;
+    class_hash[0].value = nc->status.spec_hash;
+    class_hash[1].key = CARP_ANN_NODECLASS_HASH_VER;
+    class_hash[1].value = CARP_NODECLASS_HASH_VERSION;
+    in.annotations = class_hash;
+    in.nannotations = 2;
+  }
   carp_buf_init(&body, CARP_BUF_UNLIMITED);
   rc = carp_nodeclaim_encode_create(&in, &body);
   carp_resources_cleanup(&requests);

@@ -33,7 +33,15 @@ class ProvisioningTest(unittest.TestCase):
         took = time.monotonic() - started
         claims = nodeclaims(env)
         self.assertGreaterEqual(len(claims), 1)
+        klass = env.get("proxmoxnodeclass", "default")
         for nc in claims:
+            # Stamped with the class hash so a later spec change drifts.
+            ann = nc["metadata"]["annotations"]
+            self.assertEqual(ann.get("carpenter.dev/proxmoxnodeclass-hash"),
+                             klass["status"]["specHash"])
+            self.assertEqual(
+                ann.get("carpenter.dev/proxmoxnodeclass-hash-version"), "v1")
+            self.assertIn("karpenter.sh/nodepool-hash", ann)
             conds = {x["type"]: x["status"]
                      for x in nc["status"]["conditions"]}
             self.assertEqual(conds.get("Ready"), "True", nc["status"])
