@@ -21,7 +21,7 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
 
 
 class _N:
-    __slots__ = ("name", "ready", "taints")
+    __slots__ = ("name", "ready", "taints", "rv")
 
 
 class NodeLifecycleController(Controller):
@@ -46,6 +46,7 @@ class NodeLifecycleController(Controller):
                     None)
         n.ready = cond.get("status") if cond else None
         n.taints = util.get_path(obj, "spec", "taints") or []
+        n.rv = entry.rv
         return n
 
     def changed(self, items):
@@ -172,8 +173,13 @@ class NodeLifecycleController(Controller):
             if eff == "NoExecute":
                 t["timeAdded"] = util.rfc3339()
             taints.append(t)
+        # As PatchNodeTaints does: the taint list is replaced whole, so the
+        # patch carries the resourceVersion it was computed from and a
+        # conflict (someone else changed the taints) is retried from the
+        # fresher cache rather than undoing their change.
+        patch = {"metadata": {"resourceVersion": str(n.rv)}, "spec": {"taints": taints}}
         try:
-            self.api.patch_internal("", "nodes", "", n.name, {"spec": {"taints": taints}}, MANAGER)
+            self.api.patch_internal("", "nodes", "", n.name, patch, MANAGER)
         except E.ApiError:
             self.dirty.add(n.name)
 

@@ -281,5 +281,37 @@ class ManagedFields(unittest.TestCase):
         self.assertNotIn("labels", gone["metadata"])
 
 
+class NodeLifecycleTaints(unittest.TestCase):
+    """The node lifecycle controller replaces spec.taints whole, so a stale
+    view of a Node must never write back a taint someone else removed (the
+    karpenter.sh/unregistered taint came back this way under load)."""
+
+    def test_stale_view_never_restores_a_removed_taint(self):
+        from kubesim import ctrl_nodes, main as M
+        sim = M.Sim(M.parse_args(["--listen", "127.0.0.1:0", "--quiet"]))
+        ctrl = ctrl_nodes.NodeLifecycleController(sim)
+        sim.api.create_internal("", "nodes", {
+            "metadata": {"name": "n1"},
+            "spec": {"taints": [{"key": "karpenter.sh/unregistered", "effect": "NoExecute"}]},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}, "kubelet")
+
+        def taints():
+            e = sim.store.table_by_sid("nodes").items[sim.store.table_by_sid("nodes").key_of("", "n1")]
+            return e, sorted(t["key"] for t in e.obj()["spec"].get("taints", []))
+
+        stale, keys = taints()
+        self.assertEqual(keys, ["karpenter.sh/unregistered", "node.kubernetes.io/not-ready"])
+        # The registration removes its taint; the controller has not seen it.
+        sim.api.patch_internal("", "nodes", "", "n1", {"spec": {"taints": [
+            {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}}, "carpenter")
+        ctrl._taints(ctrl.extract("nodes", stale.obj(), stale))
+        _, keys = taints()
+        self.assertEqual(keys, ["node.kubernetes.io/not-ready"], "stale write refused")
+        self.assertIn("n1", ctrl.dirty, "retried from the fresher cache")
+        fresh, _ = taints()
+        ctrl._taints(ctrl.extract("nodes", fresh.obj(), fresh))
+        self.assertEqual(taints()[1], [], "the Ready node loses not-ready")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
