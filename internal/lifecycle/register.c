@@ -23,6 +23,10 @@
 /* How long a registered NodeClaim's Node must be missing from a synced
  * cache before the NodeClaim is deleted after it. */
 #define NODE_GONE_MS 10000
+/* How long after registration the karpenter.sh/unregistered taint may still
+ * show before it is taken for re-added (by a stale writer) rather than for
+ * our patch not yet in the cache. */
+#define TAINT_RESYNC_MS 5000
 
 static int has_taint(const struct carp_taint *t, uint32_t n, const char *key,
                      enum carp_taint_effect effect)
@@ -183,6 +187,42 @@ static void sync_node(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
 
 /* ---- initialization ---- */
 
+/* Only the taint goes: the startup taints a daemon may already have
+ * removed are not put back, as a full sync_node would. */
+static void drop_unregistered_taint(struct carp_lifecycle *l,
+                                    const struct carp_node *node,
+                                    const char *key)
+{
+  struct carp_buf body;
+  struct carp_jw w;
+  uint32_t i;
+
+  CARP_LOG_WARN("lifecycle", "unregistered taint is back on a registered node",
+                CARP_F_STR("node", node->meta.name));
+  carp_buf_init(&body, 64 * 1024);
+  carp_jw_init(&w, &body);
+  carp_jw_obj(&w);
+  carp_jw_key(&w, "metadata");
+  carp_jw_obj(&w);
+  carp_jw_kstr(&w, "resourceVersion", node->meta.resource_version);
+  carp_jw_obj_end(&w);
+  carp_jw_key(&w, "spec");
+  carp_jw_obj(&w);
+  carp_jw_key(&w, "taints");
+  carp_jw_arr(&w);
+  for (i = 0; i < node->ntaints; i++)
+    if (strcmp(node->taints[i].key, CARP_TAINT_UNREGISTERED))
+      put_taint(&w, &node->taints[i]);
+  carp_jw_arr_end(&w);
+  carp_jw_obj_end(&w);
+  carp_jw_obj_end(&w);
+  if (carp_jw_finish(&w) ||
+      carp__lc_patch(l, key, "", "v1", "nodes", node->meta.name, NULL, body.ptr,
+                     body.len, carp__lc_after_write))
+    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+  carp_buf_free(&body);
+}
+
 static void on_node_initialized(struct carp_lifecycle *l, const char *key,
                                 const struct carp_kube_result *res)
 {
@@ -222,6 +262,14 @@ static void initialize(struct carp_lifecycle *l,
   }
   if (has_taint(node->taints, node->ntaints, CARP_TAINT_UNREGISTERED,
                 CARP_EFFECT_ANY)) {
+    const struct carp_condition *reg =
+        carp_conditions_get(&nc->status.conditions, CARP_COND_REGISTERED);
+    if (reg && carp__lc_now() - reg->transition_ms > TAINT_RESYNC_MS) {
+      /* Someone wrote the taint back: take it off again, or the node
+       * would stay unschedulable for good. */
+      drop_unregistered_taint(l, node, key);
+      return;
+    }
     /* Our own registration patch is not in the cache yet. */
     carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, 200);
     return;

@@ -27,7 +27,8 @@ spec:
 
 
 def nodepool(name="default", weight=None, limits=None, taints=None,
-             labels=None, consolidate_after="Never", extra_reqs=()):
+             labels=None, consolidate_after="Never", extra_reqs=(),
+             startup_taints=None):
     reqs = [{"key": "karpenter.sh/capacity-type", "operator": "In",
              "values": ["on-demand"]}] + list(extra_reqs)
     spec = {"template": {"metadata": {"labels": labels or {}},
@@ -39,6 +40,8 @@ def nodepool(name="default", weight=None, limits=None, taints=None,
             "disruption": {"consolidateAfter": consolidate_after}}
     if taints:
         spec["template"]["spec"]["taints"] = taints
+    if startup_taints:
+        spec["template"]["spec"]["startupTaints"] = startup_taints
     if weight is not None:
         spec["weight"] = weight
     if limits:

@@ -171,6 +171,50 @@ class ProvisioningTest(unittest.TestCase):
                                "effect": "NoSchedule"},
                               node["spec"]["taints"])
 
+    def test_startup_taints_and_a_taint_written_back(self):
+        """Initialization waits for the startup taints to go; a
+        karpenter.sh/unregistered taint a stale writer puts back after
+        registration is taken off again, and only it: the startup taint
+        the node's daemon removed stays removed."""
+        startup = {"key": "example.com/agent-not-ready", "effect": "NoSchedule"}
+        env = self.env()
+        env.apply(nodepool(startup_taints=[startup]))
+        start_carpenter(self, env, "--leader-elect=false")
+        env.apply(deployment("web", 1))
+
+        def registered():
+            for nc in nodeclaims(env):
+                conds = {x["type"]: x for x in
+                         nc.get("status", {}).get("conditions", [])}
+                if conds.get("Registered", {}).get("status") == "True":
+                    return nc
+            return None
+        nc = wait_until(registered, 90, what="a registered NodeClaim")
+        name = nc["status"]["nodeName"]
+        node = env.get("node", name)
+        keys = [t["key"] for t in node["spec"].get("taints", [])]
+        self.assertIn(startup["key"], keys)
+        self.assertNotIn("karpenter.sh/unregistered", keys)
+        conds = {x["type"]: x for x in nc["status"]["conditions"]}
+        self.assertNotEqual(conds["Initialized"]["status"], "True")
+        # A stale writer restores the taint; then the daemon drops its own.
+        unreg = {"key": "karpenter.sh/unregistered", "effect": "NoExecute"}
+        env.kubectl("patch", "node", name, "--type=merge", "-p", json.dumps(
+            {"spec": {"taints": node["spec"]["taints"] + [unreg]}}))
+        env.kubectl("patch", "node", name, "--type=merge", "-p", json.dumps(
+            {"spec": {"taints": [t for t in node["spec"]["taints"]
+                                 if t["key"] != startup["key"]] + [unreg]}}))
+        wait_running(env, "web", 1)
+        node = env.get("node", name)
+        keys = [t["key"] for t in node["spec"].get("taints", [])]
+        self.assertNotIn("karpenter.sh/unregistered", keys)
+        self.assertNotIn(startup["key"], keys)
+        nc = env.get("nodeclaim", nc["metadata"]["name"])
+        conds = {x["type"]: x["status"] for x in nc["status"]["conditions"]}
+        self.assertEqual(conds["Initialized"], "True")
+        self.assertEqual(node["metadata"]["labels"]["karpenter.sh/initialized"],
+                         "true")
+
     def test_zone_spread(self):
         env = self.env()
         env.apply(nodepool())
