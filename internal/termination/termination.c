@@ -22,8 +22,9 @@
 #include "carpenter/timeutil.h"
 #include "termination_int.h"
 
-#define VM_CHECK_MS     5000 /* how long a VM lookup stays fresh */
-#define VM_DELETE_RETRY 1000
+#define VM_CHECK_MS       5000 /* how long a VM lookup stays fresh */
+#define VM_DELETE_RETRY   1000
+#define CLAIM_DELETE_WAIT 5000 /* for the cache to show a NodeClaim deleted */
 #define EXCLUDE_LB_LABEL                                                       \
   "node.kubernetes.io/exclude-from-external-load-balancers"
 
@@ -140,10 +141,13 @@ static int64_t deadline_of(const struct carp_nodeclaim *nc)
 static void on_claim_deleted(struct carp_termination *t, const char *key,
                              const struct carp_kube_result *res)
 {
+  struct node_mem *m = carp_map_gets(&t->mem, key);
   /* The NodeClaim's update (its deletionTimestamp) queues the Node again;
-   * looking before that would only delete it a second time. */
+   * a look before the cache shows it would only delete it a second time. */
   if (!res->err) {
-    carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, 2000);
+    if (m)
+      m->claim_deleted_ms = carp__term_now();
+    carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, CLAIM_DELETE_WAIT);
     return;
   }
   carp__term_after_write(t, key, res);
@@ -532,6 +536,11 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
 
   /* 1. Deleting a Node deletes its NodeClaim. */
   if (nc && !nc->meta.deletion_ms) {
+    if (m->claim_deleted_ms &&
+        carp__term_now() - m->claim_deleted_ms < CLAIM_DELETE_WAIT) {
+      carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, 500);
+      return;
+    }
     delete_claim(t, node, nc, key);
     return;
   }

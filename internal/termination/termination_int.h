@@ -41,11 +41,12 @@ struct node_mem {
   int del_done;
   int del_status;
   int64_t drain_start_ms;
-  int64_t failed_event_ms; /* last FailedDraining event */
-  int announced;           /* Draining / deadline events sent */
-  int drained;             /* Drained reported */
-  int stamping;            /* termination timestamp annotation in flight */
-  int finalized;           /* finalizer removed: waiting for the Node to go */
+  int64_t failed_event_ms;  /* last FailedDraining event */
+  int announced;            /* Draining / deadline events sent */
+  int drained;              /* Drained reported */
+  int stamping;             /* termination timestamp annotation in flight */
+  int finalized;            /* finalizer removed: waiting for the Node to go */
+  int64_t claim_deleted_ms; /* when its NodeClaim's delete was accepted */
 };
 
 struct carp_termination {

@@ -154,15 +154,28 @@ class E2ETest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.env = Env()
-        cls.env.kubectl("apply", "-f", NODECLASS)
-        cls.carpenter = Carpenter(*cls.env.carpenter_args(
-            *FAST_FLAGS, *cls.carpenter_flags))
-        cls.metrics_port = cls.carpenter.port("metrics")
+        cls.carpenter = None
+        try:
+            cls.env.kubectl("apply", "-f", NODECLASS)
+            cls.carpenter = Carpenter(*cls.env.carpenter_args(
+                *FAST_FLAGS, *cls.carpenter_flags))
+            cls.metrics_port = cls.carpenter.port("metrics")
+            cls.prepare()
+        except BaseException:
+            # tearDownClass does not run after a failed setUpClass.
+            if cls.carpenter:
+                cls.carpenter.stop(signal.SIGKILL)
+            cls.env.stop()
+            raise
         cls.repairs = 0
         cls.stopping = threading.Event()
         cls.repairer = threading.Thread(target=cls._repair_taints,
                                         daemon=True)
         cls.repairer.start()
+
+    @classmethod
+    def prepare(cls):
+        """Objects the whole class needs (NodePools), once Carpenter runs."""
 
     @classmethod
     def _repair_taints(cls):

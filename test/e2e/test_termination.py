@@ -20,8 +20,7 @@ from e2elib import (E2ETest, daemonset_yaml, deployment_yaml, item_list,
 class TerminationTest(E2ETest):
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
+    def prepare(cls):
         cls.env.apply(nodepool_yaml("drain"))
         cls.env.apply(nodepool_yaml("grace", tgp="12s"))
 
