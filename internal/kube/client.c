@@ -748,6 +748,8 @@ static void on_http_closed(void *arg)
   uv_close((uv_handle_t *)&k->rate_timer, on_rate_timer_closed);
 }
 
+#define CARP_KUBE_MAX_CONNECTIONS 32
+
 int carp_kube_new(uv_loop_t *loop, const struct carp_kube_options *opts,
                   struct carp_kube **out)
 {
@@ -789,6 +791,11 @@ int carp_kube_new(uv_loop_t *loop, const struct carp_kube_options *opts,
   ho.tls.key_pem = k->cfg.key_pem;
   ho.tls.key_pem_len = k->cfg.key_pem_len;
   ho.tls.insecure = k->cfg.insecure;
+  /* Over HTTP/2 everything shares one connection; over HTTP/1.1 each
+   * request in flight needs its own, and a burst of creates would open
+   * (and keep, each with its TLS state) one per request. Room for the
+   * long-lived watches plus 25 requests, client-go's idle pool size. */
+  ho.max_host_connections = CARP_KUBE_MAX_CONNECTIONS;
   snprintf(ua, sizeof(ua), "carpenter/%s", CARP_VERSION);
   ho.user_agent = opts->user_agent ? opts->user_agent : ua;
   rc = carp_http_client_new(loop, &ho, &k->http);

@@ -96,6 +96,9 @@ static void on_node_synced(struct carp_lifecycle *l, const char *key,
   zone = carp_kvset_get(nc->meta.labels, "topology.kubernetes.io/zone");
   carp_metric_add(l->m_nodes_created,
                   CARP_VALUES(pool ? pool : "", zone ? zone : ""), 1);
+  CARP_LOG_INFO("lifecycle", "registered nodeclaim",
+                CARP_F_STR("nodeclaim", nc->meta.name),
+                CARP_F_STR("node", node));
   carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Registered",
                  "Status condition transitioned, Type: Registered, Status: "
                  "True, Node: %s",
@@ -231,6 +234,10 @@ static void on_node_initialized(struct carp_lifecycle *l, const char *key,
     carp__lc_after_write(l, key, res);
     return;
   }
+  CARP_LOG_INFO(
+      "lifecycle", "initialized nodeclaim",
+      CARP_F_STR("nodeclaim", nc->meta.name),
+      CARP_F_STR("node", nc->status.node_name ? nc->status.node_name : ""));
   carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Initialized",
                  "Status condition transitioned, Type: Initialized, Status: "
                  "True");

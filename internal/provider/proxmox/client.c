@@ -486,6 +486,10 @@ int carp_pve_client_new(uv_loop_t *loop,
   ho.tls.cert_sha256 = cfg->fingerprint;
   ho.tls.insecure = cfg->insecure;
   ho.user_agent = opts ? opts->user_agent : NULL;
+  /* pveproxy serves with three workers by default: a burst of clones and
+   * task polls queues here instead of opening (and keeping) a TLS
+   * connection per request. Every call is short; clones run as tasks. */
+  ho.max_host_connections = 8;
   ho.connect_timeout_ms =
       opts && opts->connect_timeout_ms ? opts->connect_timeout_ms : 10000;
   c = CARP_NEW(struct carp_pve_client);
