@@ -2,6 +2,7 @@
 # missing, and builds the tree into a build directory. Safe to run twice.
 
 CARP_DEBS=(build-essential cmake pkg-config git python3 openssl curl
+  golang-go golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev
   libuv1-dev libcurl4-openssl-dev libyajl-dev libyaml-dev libssl-dev
   libcmocka-dev libhttp-parser-dev prometheus clang-format)
 

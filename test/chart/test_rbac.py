@@ -1,0 +1,335 @@
+"""The chart's RBAC is exactly what Carpenter uses.
+
+kube-sim runs with --rbac: Carpenter authenticates as a user bound only by
+the chart's rendered ClusterRole and Roles (values/rbac.yaml), so a missing
+permission is a 403 that breaks the scenario. pve-sim's token holds only the
+Proxmox privileges that docs/getting-started.md tells users to grant.
+
+The scenario, with leader election on (the Lease in kube-system, found
+through POD_NAMESPACE as the chart sets it):
+1. scale-up on a Template-mode NodePool and on a UserData-mode NodePool
+   (the user-data Secret is read), with a DaemonSet and a PDB;
+2. `kubectl delete nodeclaim`: taint, evictions through the Eviction API, a
+   do-not-disrupt pod deleted at the terminationGracePeriod, VM, Node and
+   NodeClaim gone (meanwhile a pod that fits no NodePool keeps getting the
+   same FailedScheduling event, folded into patches);
+3. an empty node removed by the disruption controller;
+4. garbage collection: a leaked VM, and a NodeClaim whose VM was deleted;
+5. shutdown (the Lease released).
+
+Then every request Carpenter made (kube-sim's request log, user agent
+carpenter/...) is compared with the rendered rules: every request must be
+granted, with no 403 anywhere, and every granted (group, resource, verb,
+scope, name) must have been used, or be listed in ALLOWED_UNUSED with a
+reason. The rules themselves, not only their bindings, are what is
+enforced: kube-sim's --user takes no ':' in a user name, so the test binds
+the chart's roles to a user "carpenter" beside the chart's own bindings
+(whose ServiceAccount subjects are checked statically)."""
+import json
+import os
+import re
+import secrets
+import signal
+import sys
+import time
+import unittest
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+import chartlib  # noqa: E402
+import e2elib  # noqa: E402
+from e2elib import (E2ETest, daemonset_yaml, deployment_yaml,  # noqa: E402
+                    item_list, nodepool_yaml, wait_until)
+from carptest import Carpenter  # noqa: E402
+from sims import Env  # noqa: E402
+
+NAMESPACE = "kube-system"
+USER = "carpenter"
+SOURCE_DIR = chartlib.SOURCE_DIR
+
+# Granted but not exercised by the scenario; each needs a reason.
+ALLOWED_UNUSED = {
+}
+
+# Requests outside any resource: discovery, which every authenticated user
+# may make (the system:discovery ClusterRole of every cluster).
+DISCOVERY = re.compile(r"^/(api|apis)(/|$)|^/version$")
+
+
+def pve_privileges():
+    """The privileges of the roles in docs/getting-started.md's
+    `pveum role add NAME --privs "..."` lines."""
+    out = set()
+    with open(os.path.join(SOURCE_DIR, "docs", "getting-started.md")) as f:
+        for m in re.finditer(r'pveum role add \S+ --privs "([^"]+)"', f.read()):
+            out.update(m.group(1).split())
+    return sorted(out)
+
+
+def userdata_class():
+    """The example NodeClass in bootstrap mode UserData, on pve-sim's
+    per-host templates, named ud."""
+    with open(e2elib.NODECLASS) as f:
+        text = f.read()
+    text = text.replace("  name: default\n", "  name: ud\n", 1)
+    text = text.replace(
+        "  bootstrap:\n    mode: Template\n",
+        "  bootstrap:\n    mode: UserData\n    userDataSecretRef:\n"
+        "      name: carpenter-userdata\n      namespace: kube-system\n"
+        "      key: user-data\n    isoStorage: local\n")
+    # Users and keys come from the user-data in this mode.
+    text = re.sub(r"\n    user: .*", "", text)
+    text = re.sub(r"\n    sshKeys:\n(      - .*\n)+", "\n", text)
+    assert "mode: UserData" in text and "sshKeys" not in text
+    return text
+
+
+def pool_of_class(name, cls, **kw):
+    text = nodepool_yaml(name, **kw)
+    return text.replace("        name: default\n", "        name: %s\n" % cls)
+
+
+def kubeconfig_for(admin_kubeconfig, token, path):
+    with open(admin_kubeconfig) as f:
+        text = f.read()
+    text, n = re.subn(r"(token:\s*)\S+", lambda m: m.group(1) + token, text)
+    assert n == 1, "no token line in kube-sim's kubeconfig"
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+    return path
+
+
+def user_binding(binding):
+    """A copy of a rendered (Cluster)RoleBinding for the test user."""
+    b = json.loads(json.dumps(binding))
+    md = b["metadata"]
+    b["metadata"] = {"name": md["name"] + "-test-user"}
+    if md.get("namespace"):
+        b["metadata"]["namespace"] = md["namespace"]
+    b["subjects"] = [{"kind": "User", "name": USER,
+                      "apiGroup": "rbac.authorization.k8s.io"}]
+    return b
+
+
+def granted(docs):
+    """Every (group, resource, verb, namespace or None, resourceName or
+    None) the rendered roles grant; namespace None = cluster-wide."""
+    out = set()
+    for d in docs:
+        if d["kind"] not in ("ClusterRole", "Role"):
+            continue
+        ns = d["metadata"].get("namespace") if d["kind"] == "Role" else None
+        for r in d.get("rules") or []:
+            assert not r.get("nonResourceURLs"), r
+            for g in r["apiGroups"]:
+                for res in r["resources"]:
+                    for v in r["verbs"]:
+                        assert "*" not in (g, res, v), r
+                        for n in r.get("resourceNames") or [None]:
+                            out.add((g, res, v, ns, n))
+    return out
+
+
+def covers(grant, req):
+    g, res, v, ns, name = grant
+    rg, rres, rv, rns, rname = req
+    return (g, res, v) == (rg, rres, rv) and \
+        (ns is None or ns == rns) and (name is None or name == rname)
+
+
+class ChartRBACTest(E2ETest):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.docs = chartlib.render(["rbac.yaml"], namespace=NAMESPACE)
+        token = secrets.token_hex(16)
+        cls.privs = pve_privileges()
+        cls.env = Env(kube_args=["--rbac", "--user", "%s=%s" % (token, USER)],
+                      pve_args=["--token-privs", ",".join(cls.privs)])
+        env = cls.env
+        rbac_kinds = ("ServiceAccount", "ClusterRole", "Role",
+                      "ClusterRoleBinding", "RoleBinding")
+        objs = [d for d in cls.docs if d["kind"] in rbac_kinds]
+        objs += [user_binding(d) for d in cls.docs
+                 if d["kind"] in ("ClusterRoleBinding", "RoleBinding")]
+        env.apply(item_list(*[json.dumps(o) for o in objs]))
+        with open(os.path.join(SOURCE_DIR, "crds", "examples",
+                               "userdata-secret.yaml")) as f:
+            env.apply(f.read())
+        env.kubectl("apply", "-f", e2elib.NODECLASS)
+        env.apply(userdata_class())
+        kubeconfig = kubeconfig_for(env.kube.kubeconfig, token,
+                                    os.path.join(env.workdir, "carpenter.kubeconfig"))
+        args = env.carpenter_args(*[f for f in e2elib.FAST_FLAGS
+                                    if not f.startswith("--leader-elect")])
+        args[args.index("--kubeconfig") + 1] = kubeconfig
+        cls.carpenter = Carpenter(*args, env={"POD_NAMESPACE": NAMESPACE},
+                                  log=os.path.join(env.workdir, "carpenter.log"))
+        cls.metrics_port = cls.carpenter.port("metrics")
+        cls.repairs = 0
+        import threading
+        cls.stopping = threading.Event()
+        cls.repairer = threading.Thread(target=cls._repair_taints, daemon=True)
+        cls.repairer.start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stopping.set()
+        cls.repairer.join(5)
+        cls.carpenter.stop(signal.SIGTERM, 10)
+        cls.env.stop()
+        print("\nlogs and request logs in %s" % cls.env.workdir)
+
+    # ---- the scenario ----
+
+    def test_1_scale_up(self):
+        self.apply(pool_of_class("main", "default", tgp="8s"))
+        self.apply(pool_of_class("ud", "ud", consolidate_after="2s"))
+        self.apply(daemonset_yaml("agent", "main"))
+        self.apply("""
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: default}
+spec:
+  maxUnavailable: 1
+  selector: {matchLabels: {app: web}}
+""")
+        # One apply: one batch, so that the pods share a node.
+        self.apply(item_list(
+            deployment_yaml("web", "main", replicas=2, grace=1),
+            deployment_yaml("pinned", "main", replicas=1, grace=1,
+                            annotations={"karpenter.sh/do-not-disrupt":
+                                         "true"})))
+        self.apply(deployment_yaml("udapp", "ud", replicas=1))
+        # No NodePool fits it: its FailedScheduling event repeats, and a
+        # repeat is folded into a patch of the first event.
+        self.apply(deployment_yaml("stray", "none", replicas=1))
+        self.wait_running("web", 2, timeout=90)
+        self.wait_running("pinned", 1, timeout=30)
+        self.wait_running("udapp", 1, timeout=90)
+        cls = self.get("proxmoxnodeclasses", "ud")
+        ready = [c for c in cls["status"]["conditions"] if c["type"] == "Ready"]
+        self.assertEqual(ready[0]["status"], "True", cls["status"])
+
+    def test_2_delete_nodeclaim_drains(self):
+        pinned = self.pods("pinned")[0]
+        node = pinned["spec"]["nodeName"]
+        claim = self.claim_of_node(node)
+        self.kubectl("delete", "nodeclaim", claim["metadata"]["name"],
+                     "--wait=false")
+        self.wait_gone(claim, 60)
+        self.assertTrue(self.evictions())
+        self.assertTrue(self.pod_deletes(), "the do-not-disrupt pod was "
+                        "not deleted at the grace period")
+        self.wait_running("web", 2, timeout=60, exclude_nodes=(node,))
+
+    def test_3_empty_node_removed(self):
+        pod = self.pods("udapp")[0]
+        claim = self.claim_of_node(pod["spec"]["nodeName"])
+        self.kubectl("scale", "deployment", "udapp", "--replicas=0")
+        self.wait_gone(claim, 45)
+
+    def test_4_garbage_collection(self):
+        pod = self.wait_running("web", 2, timeout=60)[0]
+        node = pod["spec"]["nodeName"]
+        claim = self.claim_of_node(node)
+        vmid = self.vmid_of(claim)
+        host = claim["metadata"]["labels"]["topology.kubernetes.io/zone"]
+        # A leaked VM, tagged and described as Carpenter's.
+        upid = self.pve_api("POST", "/nodes/pve1/qemu/9000/clone",
+                            {"newid": 600, "name": "ghost"})
+        self.pve_wait_task("pve1", upid)
+        self.pve_api("PUT", "/nodes/pve1/qemu/600/config", {
+            "tags": "carpenter;carpenter-e2e",
+            "description": "Managed by Carpenter; do not edit.\n"
+                           "nodeclaim: ghost\nnodeclaim-uid: %s\n"
+                           "nodepool: main\n" % uuid.uuid4()})
+        # The VM of a live NodeClaim, gone behind Carpenter's back.
+        upid = self.pve_api("POST", "/nodes/%s/qemu/%d/status/stop" %
+                            (host, vmid))
+        self.pve_wait_task(host, upid)
+        upid = self.pve_api("DELETE", "/nodes/%s/qemu/%d" % (host, vmid))
+        self.pve_wait_task(host, upid)
+        wait_until(lambda: 600 not in self.vm_ids(), 30,
+                   what="the leaked VM deleted")
+        wait_until(lambda: not self.exists("nodeclaims",
+                                           claim["metadata"]["name"]) and
+                   not self.exists("nodes", node), 60,
+                   what="the NodeClaim without VM and its Node gone")
+
+    def test_5_rbac_is_exact(self):
+        wait_until(lambda: self.carpenter_requests(method="PATCH",
+                                                   resource="events"), 30,
+                   what="a repeated event folded into a patch")
+        code, took = self.carpenter.stop(signal.SIGTERM, 15)
+        self.assertEqual(code, 0, "\n".join(self.carpenter.lines[-40:]))
+        time.sleep(0.5)
+        reqs = self.carpenter_requests()
+        self.assertTrue(reqs)
+        self.assertEqual({r["user"] for r in reqs}, {USER})
+
+        denied = [r for r in reqs if r["code"] == 403]
+        self.assertEqual(denied, [], "requests refused by the chart's RBAC")
+
+        used = set()
+        for r in reqs:
+            if not r["resource"]:
+                self.assertRegex(r["path"], DISCOVERY, r)
+                continue
+            res = r["resource"] + ("/" + r["subresource"]
+                                   if r["subresource"] else "")
+            used.add((r["apiGroup"], res, r["verb"], r["namespace"] or None,
+                      r["name"] or None))
+        grants = granted(self.docs)
+
+        missing = sorted(u for u in used
+                         if not any(covers(g, u) for g in grants))
+        self.assertEqual(missing, [], "used but not granted")
+
+        unused = []
+        for g in sorted(grants, key=str):
+            if any(covers(g, u) for u in used):
+                continue
+            if (g[0], g[1], g[2]) in ALLOWED_UNUSED:
+                continue
+            unused.append(g)
+        self.assertEqual(unused, [], "granted but never used (remove them, "
+                         "or list them in ALLOWED_UNUSED with a reason)")
+
+        # The Proxmox side: nothing refused to a token holding only the
+        # privileges docs/getting-started.md grants.
+        with open(self.env.pve.reqlog) as f:
+            pve = [json.loads(line) for line in f if line.strip()]
+        self.assertTrue(pve)
+        refused = [r for r in pve if r.get("status") in (401, 403)]
+        self.assertEqual(refused, [], "Proxmox calls refused with the "
+                         "documented privileges %s" % self.privs)
+
+        summary = sorted({(u[0] or "core", u[1], u[2],
+                           "namespaced" if u[3] else "cluster")
+                          for u in used})
+        print("\nCarpenter's API calls (%d requests):" % len(reqs))
+        for s in summary:
+            print("  %-20s %-28s %-7s %s" % s)
+
+    def test_6_bindings_name_the_service_account(self):
+        sa = chartlib.one(self.docs, "ServiceAccount")
+        names = {(d["kind"], d["metadata"]["name"],
+                  d["metadata"].get("namespace")) for d in self.docs
+                 if d["kind"] in ("ClusterRole", "Role")}
+        for b in chartlib.find(self.docs, "ClusterRoleBinding") + \
+                chartlib.find(self.docs, "RoleBinding"):
+            self.assertEqual(b["subjects"], [{
+                "kind": "ServiceAccount", "name": sa["metadata"]["name"],
+                "namespace": NAMESPACE}])
+            ref = b["roleRef"]
+            ns = b["metadata"].get("namespace") if ref["kind"] == "Role" \
+                else None
+            self.assertIn((ref["kind"], ref["name"], ns), names)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
