@@ -10,7 +10,6 @@ import re
 import signal
 import ssl
 import sys
-import threading
 import time
 import unittest
 import urllib.error
@@ -167,57 +166,13 @@ class E2ETest(unittest.TestCase):
                 cls.carpenter.stop(signal.SIGKILL)
             cls.env.stop()
             raise
-        cls.repairs = 0
-        cls.stopping = threading.Event()
-        cls.repairer = threading.Thread(target=cls._repair_taints,
-                                        daemon=True)
-        cls.repairer.start()
 
     @classmethod
     def prepare(cls):
         """Objects the whole class needs (NodePools), once Carpenter runs."""
 
     @classmethod
-    def _repair_taints(cls):
-        """Works around a kube-sim race: its node lifecycle controller
-        writes a node's taints from its cache without a resourceVersion,
-        so when it removes node.kubernetes.io/not-ready just after
-        Carpenter's registration removed karpenter.sh/unregistered, it
-        puts the latter back and the node never runs pods. Registration
-        sets the karpenter.sh/registered label in the same patch that
-        drops the taint, so a node with both was clobbered: the taint is
-        removed again here (conditionally), and counted."""
-        while not cls.stopping.wait(0.5):
-            try:
-                status, body = kube_request(cls.env, "GET", "/api/v1/nodes")
-            except Exception:  # noqa: BLE001 - the sim may be stopping
-                continue
-            if status != 200:
-                continue
-            for n in body.get("items", []):
-                taints = n.get("spec", {}).get("taints") or []
-                labels = n["metadata"].get("labels") or {}
-                if labels.get("karpenter.sh/registered") != "true" or \
-                        not any(t.get("key") == "karpenter.sh/unregistered"
-                                for t in taints):
-                    continue
-                keep = [t for t in taints
-                        if t.get("key") != "karpenter.sh/unregistered"]
-                st, _ = kube_request(
-                    cls.env, "PATCH", "/api/v1/nodes/" + n["metadata"]["name"],
-                    {"metadata": {"resourceVersion":
-                                  n["metadata"]["resourceVersion"]},
-                     "spec": {"taints": keep}},
-                    "application/merge-patch+json")
-                if st == 200:
-                    cls.repairs += 1
-                    print("\nkube-sim put karpenter.sh/unregistered back on "
-                          "%s; removed it again" % n["metadata"]["name"])
-
-    @classmethod
     def tearDownClass(cls):
-        cls.stopping.set()
-        cls.repairer.join(5)
         code, _ = cls.carpenter.stop(signal.SIGTERM, 10)
         cls.env.stop()
         # Kept for a look after a failure, beside the simulators' logs.
