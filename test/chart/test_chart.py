@@ -301,8 +301,8 @@ class RenderTest(unittest.TestCase):
         anti = pod["affinity"]["podAntiAffinity"]
         self.assertEqual(list(anti),
                          ["preferredDuringSchedulingIgnoredDuringExecution"])
-        self.assertEqual(anti["preferredDuringSchedulingIgnoredDuringExecution"]
-                         [0]["podAffinityTerm"]["labelSelector"],
+        pref = anti["preferredDuringSchedulingIgnoredDuringExecution"]
+        self.assertEqual(pref[0]["podAffinityTerm"]["labelSelector"],
                          {"matchLabels": SELECTOR})
 
     def test_mistakes_fail_the_render(self):

@@ -63,7 +63,8 @@ def pve_privileges():
     `pveum role add NAME --privs "..."` lines."""
     out = set()
     with open(os.path.join(SOURCE_DIR, "docs", "getting-started.md")) as f:
-        for m in re.finditer(r'pveum role add \S+ --privs "([^"]+)"', f.read()):
+        text = f.read()
+        for m in re.finditer(r'pveum role add \S+ --privs "([^"]+)"', text):
             out.update(m.group(1).split())
     return sorted(out)
 
@@ -150,35 +151,39 @@ class ChartRBACTest(E2ETest):
         cls.env = Env(kube_args=["--rbac", "--user", "%s=%s" % (token, USER)],
                       pve_args=["--token-privs", ",".join(cls.privs)])
         env = cls.env
-        rbac_kinds = ("ServiceAccount", "ClusterRole", "Role",
-                      "ClusterRoleBinding", "RoleBinding")
-        objs = [d for d in cls.docs if d["kind"] in rbac_kinds]
-        objs += [user_binding(d) for d in cls.docs
-                 if d["kind"] in ("ClusterRoleBinding", "RoleBinding")]
-        env.apply(item_list(*[json.dumps(o) for o in objs]))
-        with open(os.path.join(SOURCE_DIR, "crds", "examples",
-                               "userdata-secret.yaml")) as f:
-            env.apply(f.read())
-        env.kubectl("apply", "-f", e2elib.NODECLASS)
-        env.apply(userdata_class())
-        kubeconfig = kubeconfig_for(env.kube.kubeconfig, token,
-                                    os.path.join(env.workdir, "carpenter.kubeconfig"))
-        args = env.carpenter_args(*[f for f in e2elib.FAST_FLAGS
-                                    if not f.startswith("--leader-elect")])
-        args[args.index("--kubeconfig") + 1] = kubeconfig
-        cls.carpenter = Carpenter(*args, env={"POD_NAMESPACE": NAMESPACE},
-                                  log=os.path.join(env.workdir, "carpenter.log"))
-        cls.metrics_port = cls.carpenter.port("metrics")
-        cls.repairs = 0
-        import threading
-        cls.stopping = threading.Event()
-        cls.repairer = threading.Thread(target=cls._repair_taints, daemon=True)
-        cls.repairer.start()
+        cls.carpenter = None
+        try:
+            rbac_kinds = ("ServiceAccount", "ClusterRole", "Role",
+                          "ClusterRoleBinding", "RoleBinding")
+            objs = [d for d in cls.docs if d["kind"] in rbac_kinds]
+            objs += [user_binding(d) for d in cls.docs
+                     if d["kind"] in ("ClusterRoleBinding", "RoleBinding")]
+            env.apply(item_list(*[json.dumps(o) for o in objs]))
+            with open(os.path.join(SOURCE_DIR, "crds", "examples",
+                                   "userdata-secret.yaml")) as f:
+                env.apply(f.read())
+            env.kubectl("apply", "-f", e2elib.NODECLASS)
+            env.apply(userdata_class())
+            kubeconfig = kubeconfig_for(
+                env.kube.kubeconfig, token,
+                os.path.join(env.workdir, "carpenter.kubeconfig"))
+            # Leader election on, as the chart runs it.
+            args = env.carpenter_args(*[
+                f for f in e2elib.FAST_FLAGS
+                if not f.startswith("--leader-elect")])
+            args[args.index("--kubeconfig") + 1] = kubeconfig
+            cls.carpenter = Carpenter(
+                *args, env={"POD_NAMESPACE": NAMESPACE},
+                log=os.path.join(env.workdir, "carpenter.log"))
+            cls.metrics_port = cls.carpenter.port("metrics")
+        except BaseException:
+            if cls.carpenter:
+                cls.carpenter.stop(signal.SIGKILL)
+            env.stop()
+            raise
 
     @classmethod
     def tearDownClass(cls):
-        cls.stopping.set()
-        cls.repairer.join(5)
         cls.carpenter.stop(signal.SIGTERM, 10)
         cls.env.stop()
         print("\nlogs and request logs in %s" % cls.env.workdir)
@@ -211,7 +216,8 @@ spec:
         self.wait_running("pinned", 1, timeout=30)
         self.wait_running("udapp", 1, timeout=90)
         cls = self.get("proxmoxnodeclasses", "ud")
-        ready = [c for c in cls["status"]["conditions"] if c["type"] == "Ready"]
+        ready = [c for c in cls["status"]["conditions"]
+                 if c["type"] == "Ready"]
         self.assertEqual(ready[0]["status"], "True", cls["status"])
 
     def test_2_delete_nodeclaim_drains(self):
