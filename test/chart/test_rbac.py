@@ -15,7 +15,9 @@ through POD_NAMESPACE as the chart sets it):
    same FailedScheduling event, folded into patches);
 3. an empty node removed by the disruption controller;
 4. garbage collection: a leaked VM, and a NodeClaim whose VM was deleted;
-5. shutdown (the Lease released).
+5. (the PromQL of docs/operations.md checked against this Carpenter's
+   /metrics and promtool);
+6. shutdown (the Lease released).
 
 Then every request Carpenter made (kube-sim's request log, user agent
 carpenter/...) is compared with the rendered rules: every request must be
@@ -30,7 +32,9 @@ import os
 import re
 import secrets
 import signal
+import subprocess
 import sys
+import tempfile
 import time
 import unittest
 import uuid
@@ -42,7 +46,7 @@ import chartlib  # noqa: E402
 import e2elib  # noqa: E402
 from e2elib import (E2ETest, daemonset_yaml, deployment_yaml,  # noqa: E402
                     item_list, nodepool_yaml, wait_until)
-from carptest import Carpenter  # noqa: E402
+from carptest import Carpenter, http_get  # noqa: E402
 from sims import Env  # noqa: E402
 
 NAMESPACE = "kube-system"
@@ -56,6 +60,26 @@ ALLOWED_UNUSED = {
 # Requests outside any resource: discovery, which every authenticated user
 # may make (the system:discovery ClusterRole of every cluster).
 DISCOVERY = re.compile(r"^/(api|apis)(/|$)|^/version$")
+
+
+METRIC_NAME = re.compile(r"\b((?:karpenter|carpenter|leader_election|"
+                         r"workqueue|rest_client)_[a-z0-9_]+)")
+
+
+def doc_queries():
+    """The PromQL expressions of docs/operations.md (```promql blocks, one
+    per line, and the expr: of its rule file examples) and those rule
+    files."""
+    with open(os.path.join(SOURCE_DIR, "docs", "operations.md")) as f:
+        text = f.read()
+    exprs, rules = [], []
+    for block in re.findall(r"```promql\n(.*?)```", text, re.S):
+        exprs += [line.strip() for line in block.splitlines()
+                  if line.strip()]
+    for block in re.findall(r"```yaml\n(groups:.*?)```", text, re.S):
+        rules.append(block)
+        exprs += [e.strip() for e in re.findall(r"expr: (.*)", block)]
+    return exprs, rules
 
 
 def pve_privileges():
@@ -87,9 +111,12 @@ def userdata_class():
     return text
 
 
-def pool_of_class(name, cls, **kw):
+def pool_of_class(name, cls, cpu_limit=None, **kw):
     text = nodepool_yaml(name, **kw)
-    return text.replace("        name: default\n", "        name: %s\n" % cls)
+    text = text.replace("        name: default\n", "        name: %s\n" % cls)
+    if cpu_limit:
+        text += "  limits:\n    cpu: '%s'\n" % cpu_limit
+    return text
 
 
 def kubeconfig_for(admin_kubeconfig, token, path):
@@ -191,7 +218,7 @@ class ChartRBACTest(E2ETest):
     # ---- the scenario ----
 
     def test_1_scale_up(self):
-        self.apply(pool_of_class("main", "default", tgp="8s"))
+        self.apply(pool_of_class("main", "default", tgp="8s", cpu_limit=64))
         self.apply(pool_of_class("ud", "ud", consolidate_after="2s"))
         self.apply(daemonset_yaml("agent", "main"))
         self.apply("""
@@ -266,7 +293,40 @@ spec:
                    not self.exists("nodes", node), 60,
                    what="the NodeClaim without VM and its Node gone")
 
-    def test_5_rbac_is_exact(self):
+    def test_5_documented_queries(self):
+        """The PromQL of docs/operations.md parses (promtool) and names
+        only metrics this Carpenter serves."""
+        exprs, rules = doc_queries()
+        self.assertGreater(len(exprs), 10)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "queries.yml")
+            with open(path, "w") as f:
+                f.write("groups:\n  - name: docs\n    rules:\n")
+                for i, e in enumerate(exprs):
+                    f.write("      - record: docs:query_%d\n        expr: %s\n"
+                            % (i, json.dumps(e)))
+            paths = [path]
+            for i, block in enumerate(rules):
+                paths.append(os.path.join(d, "alerts%d.yml" % i))
+                with open(paths[-1], "w") as f:
+                    f.write(block)
+            r = subprocess.run(["promtool", "check", "rules", *paths],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        status, _, text = http_get("http://127.0.0.1:%d/metrics" %
+                                   self.metrics_port)
+        self.assertEqual(status, 200)
+        families = set(re.findall(r"^# TYPE (\S+) ", text, re.M))
+        missing = set()
+        for e in exprs:
+            for name in re.findall(METRIC_NAME, e):
+                base = re.sub(r"_(bucket|sum|count)$", "", name)
+                if name not in families and base not in families:
+                    missing.add(name)
+        self.assertEqual(missing, set(), "docs/operations.md queries "
+                         "metrics Carpenter does not serve")
+
+    def test_6_rbac_is_exact(self):
         wait_until(lambda: self.carpenter_requests(method="PATCH",
                                                    resource="events"), 30,
                    what="a repeated event folded into a patch")
@@ -321,7 +381,7 @@ spec:
         for s in summary:
             print("  %-20s %-28s %-7s %s" % s)
 
-    def test_6_bindings_name_the_service_account(self):
+    def test_7_bindings_name_the_service_account(self):
         sa = chartlib.one(self.docs, "ServiceAccount")
         names = {(d["kind"], d["metadata"]["name"],
                   d["metadata"].get("namespace")) for d in self.docs
