@@ -10,7 +10,8 @@ with the default values and with the files in test/chart/values/:
 - the Proxmox token never appears in clear in the rendered manifests;
 - values mistakes fail the render with a clear message;
 - crds/ is the repository's crds/, byte for byte; values.yaml is documented
-  in the chart's README;
+  in the chart's README; the event reasons and log messages the operator
+  docs quote are strings of the C sources;
 - every rendering is accepted by `kubectl apply --dry-run=server` against
   kube-sim (the CRDs installed first, as `helm install` does)."""
 import base64
@@ -65,6 +66,29 @@ def flags_help():
 OPAQUE = {"strategy", "podSecurityContext", "securityContext", "nodeSelector",
           "affinity", "controller.resources", "controller.livenessProbe",
           "controller.readinessProbe"}
+
+
+# CamelCase words the docs quote that are not Carpenter's to emit.
+NOT_CARPENTERS = {"CriticalAddonsOnly"}  # a taint key (the chart tolerates)
+
+
+def c_literals():
+    """Every string literal of Carpenter's C sources, adjacent literals
+    joined ("a" "b" is "ab")."""
+    out = set()
+    root = chartlib.SOURCE_DIR
+    for sub, exts in (("internal", (".c", ".h")), ("controller", (".c",)),
+                      ("include", (".h",))):
+        for dirpath, _, files in os.walk(os.path.join(root, sub)):
+            for name in files:
+                if not name.endswith(exts):
+                    continue
+                with open(os.path.join(dirpath, name)) as f:
+                    text = f.read()
+                for m in re.finditer(r'(?:"(?:[^"\\\n]|\\.)*"\s*)+', text):
+                    out.add("".join(re.findall(r'"((?:[^"\\\n]|\\.)*)"',
+                                               m.group(0))))
+    return out
 
 
 def leaves(d, prefix=""):
@@ -366,6 +390,35 @@ class RenderTest(unittest.TestCase):
         self.assertEqual(missing, [], "values missing from the README's table")
         stale = [k for k in documented if k not in leaves(values)]
         self.assertEqual(stale, [], "README documents values that are gone")
+
+    def test_docs_quote_the_sources(self):
+        """Event reasons, condition reasons and log messages that the
+        operator docs quote in backticks are strings of the C sources."""
+        lits = c_literals()
+        blob = "\n".join(lits)
+        formats = [re.compile(re.sub(r"%[-0-9.]*(?:l|ll|z|j)?[sduxfc]",
+                                     ".+?", re.escape(x).replace(r"\%", "%")))
+                   for x in lits if "%" in x]
+        commands = ("kubectl ", "journalctl ", "cloud-init ", "qm ", "helm ",
+                    "cat ", "insecure: ")
+        for doc in ("troubleshooting.md", "operations.md", "install.md"):
+            with open(os.path.join(chartlib.SOURCE_DIR, "docs", doc)) as f:
+                text = f.read()
+            bad = []
+            for span in sorted(set(re.findall(r"`([^`\n]+)`", text))):
+                if span in NOT_CARPENTERS:
+                    continue
+                if re.match(r"^[A-Z][a-z]+(?:[A-Z][a-z]*)+$", span):
+                    ok = span in lits  # a reason: a literal of its own
+                elif re.match(r"^[a-z][a-z0-9 ,;:'()/.!-]*$", span) and \
+                        " " in span and not span.startswith(commands):
+                    ok = span in blob or any(r.search(span) for r in formats)
+                else:
+                    continue
+                if not ok:
+                    bad.append(span)
+            self.assertEqual(bad, [], "docs/%s quotes strings Carpenter "
+                             "does not emit" % doc)
 
     def test_dry_run_on_kube_sim(self):
         from sims import KubeSim
