@@ -364,6 +364,36 @@ class RenderTest(unittest.TestCase):
                     chartlib.render_text([path])
                 self.assertIn(msg, str(cm.exception))
 
+    def test_notes(self):
+        """NOTES.txt (which helm prints after an install; the renderer
+        skips .txt files, so it is rendered here under another name)."""
+        import shutil
+        with tempfile.TemporaryDirectory() as d:
+            chart = os.path.join(d, "carpenter")
+            shutil.copytree(chartlib.CHART, chart)
+            os.rename(os.path.join(chart, "templates", "NOTES.txt"),
+                      os.path.join(chart, "templates", "notes.yaml"))
+            binary = os.path.join(chartlib.BUILD_DIR, "helm-render")
+
+            def notes(*args):
+                out = subprocess.run(
+                    [binary, "--name", "carpenter", "--namespace",
+                     "kube-system", *args, chart], capture_output=True,
+                    text=True, timeout=60, check=True).stdout
+                return out.split("# Source: carpenter/templates/notes.yaml",
+                                 1)[1].split("\n---", 1)[0]
+            text = notes()
+            self.assertIn("leader Lease kube-system/carpenter-leader-election",
+                          text)
+            self.assertIn("WARNING: no Proxmox VE cluster is configured", text)
+            self.assertIn("kubectl -n kube-system rollout status "
+                          "deployment/carpenter", text)
+            text = notes("-f", os.path.join(chartlib.VALUES_DIR, "full.yaml"))
+            self.assertNotIn("WARNING", text)
+            self.assertNotIn(TOKEN, text)
+            self.assertIn("http://carpenter-full.kube-system.svc:8080/metrics",
+                          text)
+
     def test_crds_are_the_repositorys(self):
         repo = os.path.join(chartlib.SOURCE_DIR, "crds")
         chart = os.path.join(chartlib.CHART, "crds")
