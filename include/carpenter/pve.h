@@ -171,8 +171,8 @@ typedef void (*carp_pve_task_cb)(int err, const char *message, void *arg);
 
 struct carp_pve_task_options {
   uint64_t timeout_ms;   /* deadline; 0: 5 min */
-  uint64_t first_ms;     /* first poll; 0: 250 ms */
-  uint64_t max_delay_ms; /* poll backoff cap; 0: 2 s */
+  uint64_t first_ms;     /* first poll; 0: 100 ms */
+  uint64_t max_delay_ms; /* poll backoff cap; 0: 750 ms */
   int stop_on_timeout;   /* DELETE the task at the deadline */
 };
 
@@ -227,8 +227,8 @@ struct carp_pve_provider_options {
   uint64_t stop_timeout_ms;     /* 0: 2 min */
   uint64_t delete_timeout_ms;   /* 0: 5 min */
   uint64_t config_timeout_ms;   /* config, resize, upload tasks; 0: 2 min */
-  uint64_t task_poll_first_ms;  /* 0: 250 ms */
-  uint64_t task_poll_max_ms;    /* 0: 2 s */
+  uint64_t task_poll_first_ms;  /* 0: 100 ms */
+  uint64_t task_poll_max_ms;    /* 0: 750 ms */
   struct carp_metrics *metrics; /* optional */
 };
 

@@ -666,8 +666,8 @@ int carp_pve_provider_new(uv_loop_t *loop,
   DEF(stop_timeout_ms, 120000);
   DEF(delete_timeout_ms, 300000);
   DEF(config_timeout_ms, 120000);
-  DEF(task_poll_first_ms, 250);
-  DEF(task_poll_max_ms, 2000);
+  DEF(task_poll_first_ms, 100);
+  DEF(task_poll_max_ms, 750);
 #undef DEF
   cluster_tag(opts->cluster_name && *opts->cluster_name ? opts->cluster_name
                                                         : "kubernetes",

@@ -8,7 +8,9 @@
  *
  * The status must be asked of the node named inside the UPID (a task is
  * unknown elsewhere), so the UPID is parsed first. Polls back off from
- * 250 ms to 2 s with jitter; each wait has a deadline, and a task still
+ * 100 ms to 750 ms with jitter (a config or start task ends within the
+ * first poll or two; a finished clone is seen at most 750 ms late, and a
+ * status GET is cheap for pveproxy); each wait has a deadline, and a task still
  * running at its deadline may be stopped (DELETE .../tasks/{upid}) so a
  * hung clone does not keep its lock. Transient poll failures (network,
  * 5xx, host briefly unreachable) are retried until the deadline. */
@@ -298,8 +300,8 @@ int carp_pve_task_wait_start(struct carp_pve_client *c, const char *upid,
     return CARP_EINVAL;
   if (carp_pve_upid_parse(upid, &u))
     return CARP_EPARSE;
-  first = opts && opts->first_ms ? opts->first_ms : 250;
-  cap = opts && opts->max_delay_ms ? opts->max_delay_ms : 2000;
+  first = opts && opts->first_ms ? opts->first_ms : 100;
+  cap = opts && opts->max_delay_ms ? opts->max_delay_ms : 750;
   if (cap < first)
     cap = first;
   timeout = opts && opts->timeout_ms ? opts->timeout_ms : 300000;
@@ -320,7 +322,7 @@ int carp_pve_task_wait_start(struct carp_pve_client *c, const char *upid,
   w->task_path = carp_strdup(carp_buf_cstr(&path));
   carp_buf_puts(&path, "/status");
   w->status_path = carp_buf_steal(&path, NULL);
-  carp_backoff_init(&w->backoff, first, cap, 1.6, 0.2);
+  carp_backoff_init(&w->backoff, first, cap, 1.5, 0.2);
   w->deadline_ms = carp_time_mono_ms() + timeout;
   w->stop_on_timeout = opts ? opts->stop_on_timeout : 0;
   w->cb = cb;
