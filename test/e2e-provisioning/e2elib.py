@@ -28,7 +28,7 @@ spec:
 
 def nodepool(name="default", weight=None, limits=None, taints=None,
              labels=None, consolidate_after="Never", extra_reqs=(),
-             startup_taints=None):
+             startup_taints=None, budgets=None):
     reqs = [{"key": "karpenter.sh/capacity-type", "operator": "In",
              "values": ["on-demand"]}] + list(extra_reqs)
     spec = {"template": {"metadata": {"labels": labels or {}},
@@ -38,6 +38,8 @@ def nodepool(name="default", weight=None, limits=None, taints=None,
                              "name": "default"},
                              "requirements": reqs}},
             "disruption": {"consolidateAfter": consolidate_after}}
+    if budgets:
+        spec["disruption"]["budgets"] = budgets
     if taints:
         spec["template"]["spec"]["taints"] = taints
     if startup_taints:

@@ -1,9 +1,11 @@
-"""Carpenter killed with SIGKILL at random moments while it provisions
-(and, once emptiness removes nodes, while it scales down), many times in a
-row: afterwards there is no leaked VM (a Carpenter VM without its
-NodeClaim), no duplicate VM (two VMs for one NodeClaim), and every pod
-ends up scheduled. CHAOS_RUNS sets the number of kills (default 20;
-hack/soak.sh runs more); CHAOS_SEED makes a run repeatable."""
+"""Carpenter killed with SIGKILL at random moments while it scales a
+deployment up (batching, creating, cloning, registering) and down
+(emptiness decisions, drains, VM deletions), many times in a row: after
+each kill there is no leaked VM (a Carpenter VM without its NodeClaim) and
+no duplicate VM (two VMs for one NodeClaim); at the end every pod is
+scheduled and no empty node is left. CHAOS_RUNS sets the number of kills
+(default 20; hack/soak.sh runs more); CHAOS_SEED makes a run
+repeatable."""
 import os
 import random
 import signal
@@ -28,27 +30,35 @@ def scheduled(env, app, n):
 
 
 class ChaosTest(unittest.TestCase):
-    def test_sigkill_during_provisioning(self):
+    def test_sigkill_during_scale_up_and_down(self):
         print("CHAOS_SEED=%d CHAOS_RUNS=%d" % (SEED, RUNS))
         rnd = random.Random(SEED)
         env = Env(clone_seconds=1.0, boot_seconds=1.5)
         self.addCleanup(env.stop)
         env.apply(NODECLASS)
-        env.apply(nodepool())
+        # Empty nodes go a second after their last pod, all at once.
+        env.apply(nodepool(consolidate_after="1s",
+                           budgets=[{"nodes": "100%"}]))
         env.apply(deployment("chaos", 0, cpu="500m", memory="512Mi"))
         args = env.carpenter_args("--leader-elect=false",
                                   "--batch-idle-duration=300ms",
-                                  "--batch-max-duration=2s")
+                                  "--batch-max-duration=2s",
+                                  "--disruption-poll-interval=500ms",
+                                  "--disruption-validation-delay=1s")
         log = os.path.join(env.workdir, "carpenter.log")
         replicas = 0
-        kills = 0
+        kills = downs = 0
         for run in range(RUNS):
-            replicas += rnd.choice([1, 2, 3, 4])
+            if replicas and rnd.random() < 0.4:
+                replicas = max(0, replicas - rnd.choice([2, 4, 6, 8]))
+                downs += 1
+            else:
+                replicas += rnd.choice([1, 2, 3, 4])
             c = Carpenter(*args, log=log)
             env.kubectl("scale", "deployment", "chaos",
                         "--replicas=%d" % replicas)
             # Somewhere in batching, solving, creating, cloning, configuring,
-            # starting or registering.
+            # starting or registering; or deciding, draining, deleting VMs.
             time.sleep(rnd.uniform(0.0, 5.0))
             c.proc.send_signal(signal.SIGKILL)
             c.stop(signal.SIGKILL)
@@ -65,6 +75,16 @@ class ChaosTest(unittest.TestCase):
                               check=False))
             print("logs in", env.workdir)
             raise
+        def empty_nodes():
+            used = {p["spec"].get("nodeName") for p in pods(env, "chaos")}
+            return [nc["metadata"]["name"] for nc in nodeclaims(env)
+                    if nc.get("status", {}).get("nodeName") not in used]
+        try:
+            wait_until(lambda: not empty_nodes(), 120,
+                       what="no empty node left")
+        except AssertionError:
+            print(empty_nodes(), "logs in", env.workdir)
+            raise
         # Quiet now: every VM has its NodeClaim, none has two.
         time.sleep(2)
         vms = check_vm_invariants(self, env)
@@ -74,7 +94,8 @@ class ChaosTest(unittest.TestCase):
             self.assertEqual(
                 {x["type"]: x["status"] for x in nc["status"]["conditions"]
                  }.get("Ready"), "True", nc["metadata"]["name"])
-        print("%d kills, %d pods, %d VMs" % (kills, replicas, len(vms)))
+        print("%d kills (%d while scaling down), %d pods, %d VMs" %
+              (kills, downs, replicas, len(vms)))
 
 
 if __name__ == "__main__":
