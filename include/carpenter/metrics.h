@@ -74,8 +74,7 @@ struct carp_metric *carp_metrics_summary(struct carp_metrics *r,
  * family is left out when the callback writes no sample. type is
  * CARP_METRIC_GAUGE, CARP_METRIC_COUNTER or CARP_METRIC_UNTYPED. */
 struct carp_metric_writer;
-typedef void (*carp_metrics_stream_cb)(struct carp_metric_writer *w,
-                                       void *arg);
+typedef void (*carp_metrics_stream_cb)(struct carp_metric_writer *w, void *arg);
 struct carp_metric *carp_metrics_stream(struct carp_metrics *r,
                                         const char *name, const char *help,
                                         enum carp_metric_type type,

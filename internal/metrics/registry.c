@@ -111,8 +111,7 @@ struct carp_metric *carp__metrics_register(struct carp_metrics *r,
     if (!valid_name(label_names[i], 0) ||
         strncmp(label_names[i], "__", 2) == 0 ||
         (type == CARP_METRIC_HISTOGRAM && !strcmp(label_names[i], "le")) ||
-        (type == CARP_METRIC_SUMMARY &&
-         !strcmp(label_names[i], "quantile"))) {
+        (type == CARP_METRIC_SUMMARY && !strcmp(label_names[i], "quantile"))) {
       CARP_LOG_ERROR("metrics", "invalid label name",
                      CARP_F_STR("metric", name),
                      CARP_F_STR("label", label_names[i]));
@@ -171,8 +170,8 @@ struct carp_metric *carp_metrics_counter(struct carp_metrics *r,
                                          const char *name, const char *help,
                                          const char *const *label_names)
 {
-  return carp__metrics_register(r, CARP_METRIC_COUNTER, name, help,
-                                label_names, NULL, 0);
+  return carp__metrics_register(r, CARP_METRIC_COUNTER, name, help, label_names,
+                                NULL, 0);
 }
 
 struct carp_metric *carp_metrics_gauge(struct carp_metrics *r, const char *name,
