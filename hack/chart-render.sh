@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Renders charts/carpenter the way `helm template` does, without helm: Go's
 # text/template with the sprig functions (the engine Helm uses), through
-# ../shared/tools/helm-render, built here from Debian's packages on first use.
+# the workplace's helm-render (HELM_RENDER_SRC, else ../shared/tools/helm-render
+# beside the checkout, else /work/shared/tools/helm-render - the same places
+# pve-sim looks for apidata.js), built here from Debian's packages on first use.
 #
 #   hack/chart-render.sh [--include-crds] [--name NAME] [--namespace NS]
 #                        [-f values.yaml]... [--set key.path=value]...
@@ -12,13 +14,18 @@
 # stdout, each after a "# Source:" line.
 set -euo pipefail
 CARP_ROOT=$(cd "$(dirname "$0")/.." && pwd)
-src=${HELM_RENDER_SRC:-$CARP_ROOT/../shared/tools/helm-render}
+src=${HELM_RENDER_SRC:-}
+if [ -z "$src" ]; then
+  for cand in "$CARP_ROOT/../shared/tools/helm-render" /work/shared/tools/helm-render; do
+    if [ -f "$cand/main.go" ]; then src=$cand; break; fi
+  done
+fi
 build=${CARP_BUILD_DIR:-$CARP_ROOT/build}
 out=$build/helm-render
 chart=$CARP_ROOT/charts/carpenter
 
 if [ ! -f "$src/main.go" ]; then
-  echo "chart-render: helm-render's source is not at $src (set HELM_RENDER_SRC)" >&2
+  echo "chart-render: helm-render's source not found (looked in ${src:-$CARP_ROOT/../shared/tools/helm-render and /work/shared/tools/helm-render}; set HELM_RENDER_SRC)" >&2
   exit 1
 fi
 mkdir -p "$build"
