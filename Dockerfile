@@ -4,7 +4,7 @@
 #   docker build -t carpenter:0.1.0 .
 #
 # test/chart/test_image.py checks that the runtime stage's package list covers every
-# library `ldd build/controller/carpenter` resolves.
+# library `ldd build/carpenter` resolves.
 
 ARG DEBIAN_RELEASE=bookworm
 
@@ -21,7 +21,7 @@ COPY . .
 # build context ("unknown" otherwise). Tests are not built.
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCARP_TESTS=OFF \
  && cmake --build /build --target carpenter -j "$(nproc)" \
- && install -D -m 0755 -s /build/controller/carpenter /out/carpenter \
+ && install -D -m 0755 -s /build/carpenter /out/carpenter \
  && /out/carpenter --version
 
 FROM debian:${DEBIAN_RELEASE}-slim AS runtime

@@ -94,7 +94,7 @@ kubectl patch nodepool default --type merge \
   -p '{"spec":{"disruption":{"consolidateAfter":"10s"}}}'
 
 say "starting Carpenter"
-build/controller/carpenter --kubeconfig "$WORK/kubeconfig" \
+build/carpenter --kubeconfig "$WORK/kubeconfig" \
   --pve-config "$WORK/pve.yaml" --cluster-name demo \
   --metrics-port 0 --health-probe-port 0 --log-format text \
   >"$WORK/carpenter.log" 2>&1 &

@@ -32,7 +32,7 @@ VALUE_SETS = ("default", "full.yaml", "single.yaml", "rbac.yaml")
 TOKEN = "5f3c1a9e-7b2d-4c8e-9a61-0d4b7e2f9c13"  # in values/full.yaml
 SELECTOR = {"app.kubernetes.io/name": "carpenter",
             "app.kubernetes.io/instance": "carpenter"}
-CARPENTER = os.path.join(chartlib.BUILD_DIR, "controller", "carpenter")
+CARPENTER = os.path.join(chartlib.BUILD_DIR, "carpenter")
 
 
 def container(docs):

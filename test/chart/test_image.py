@@ -29,7 +29,7 @@ sys.path.insert(0, HERE)
 import chartlib  # noqa: E402
 
 DOCKERFILE = os.path.join(chartlib.SOURCE_DIR, "Dockerfile")
-BINARY = os.path.join(chartlib.BUILD_DIR, "controller", "carpenter")
+BINARY = os.path.join(chartlib.BUILD_DIR, "carpenter")
 BASE = {"libc6": "the C library, Essential in every Debian image"}
 NOT_LIBRARIES = {"ca-certificates": "CA bundle for TLS (libcurl's default "
                  "trust store when no caFile or fingerprint is given)"}

@@ -13,7 +13,7 @@ SOURCE_DIR = os.environ.get(
     "CARP_SOURCE_DIR",
     os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 BUILD_DIR = os.environ.get("CARP_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
-CARPENTER = os.path.join(BUILD_DIR, "controller", "carpenter")
+CARPENTER = os.path.join(BUILD_DIR, "carpenter")
 
 
 class Carpenter:
