@@ -79,6 +79,8 @@ struct carp_kube_request {
   int idempotent;      /* safe to repeat even if the server may have acted */
   uint64_t timeout_ms; /* 0: the client's default */
   int ungated;         /* not subject to the write gate (leader election) */
+  int raw_body; /* a 2xx body is left unparsed (result body NULL, raw set):
+                   the caller splits large lists itself */
 };
 
 int carp_kube_new(uv_loop_t *loop, const struct carp_kube_options *opts,

@@ -248,12 +248,79 @@ static void finish_list(struct carp_informer *inf)
     start_watch(inf);
 }
 
+/* One item of a list page: decoded into the store, or, when it cannot be
+ * decoded, kept as it was (marked seen so the relist does not delete it). */
+static void list_item(struct carp_informer *inf, yajl_val item)
+{
+  struct carp_objmeta *obj = decode(inf, item);
+  const char *name;
+  if (obj) {
+    seen_add(inf, obj->key);
+    apply_upsert(inf, obj);
+    return;
+  }
+  name = carp_json_str(item, "metadata", "name", NULL);
+  if (name) {
+    const char *ns = carp_json_str(item, "metadata", "namespace", NULL);
+    struct carp_buf key;
+    carp_buf_init(&key, 1024);
+    if (ns && *ns)
+      carp_buf_printf(&key, "%s/", ns);
+    carp_buf_puts(&key, name);
+    seen_add(inf, carp_buf_cstr(&key));
+    carp_buf_free(&key);
+  }
+}
+
+/* What a page says besides its items. */
+struct page {
+  struct carp_informer *inf;
+  int has_items;
+  char *rv;
+  char *cont;
+};
+
+static int on_page_item(const char *text, size_t len, void *arg)
+{
+  struct page *pg = arg;
+  yajl_val item;
+  /* Parsed, decoded and freed one at a time: see internal/json/split.c. */
+  if (carp_json_parse(text, len, &item, NULL))
+    return CARP_EPARSE;
+  list_item(pg->inf, item);
+  carp_json_free(item);
+  return 0;
+}
+
+static int on_page_member(const char *key, size_t key_len, const char *value,
+                          size_t value_len, void *arg)
+{
+  struct page *pg = arg;
+  if (key_len == 5 && memcmp(key, "items", 5) == 0) {
+    pg->has_items = 1;
+    if (value_len == 4 && memcmp(value, "null", 4) == 0)
+      return 0; /* an empty list, as Go marshals it */
+    return carp_json_each_element(value, value_len, on_page_item, pg);
+  }
+  if (key_len == 8 && memcmp(key, "metadata", 8) == 0) {
+    yajl_val meta;
+    const char *s;
+    if (carp_json_parse(value, value_len, &meta, NULL))
+      return CARP_EPARSE;
+    if ((s = carp_json_str(meta, "resourceVersion", NULL)))
+      pg->rv = carp_strdup(s);
+    if ((s = carp_json_str(meta, "continue", NULL)) && *s)
+      pg->cont = carp_strdup(s);
+    carp_json_free(meta);
+  }
+  return 0;
+}
+
 static void on_list_page(const struct carp_kube_result *res, void *arg)
 {
   struct carp_informer *inf = arg;
-  yajl_val items;
-  const char *cont, *rv;
-  size_t i;
+  struct page pg;
+  int rc;
 
   inf->in_flight = 0;
   inf->list_op = NULL;
@@ -278,47 +345,34 @@ static void on_list_page(const struct carp_kube_result *res, void *arg)
     backoff(inf, 1);
     return;
   }
-  items = carp_json_arr(res->body, "items", NULL);
-  if (!items) {
-    CARP_LOG_WARN("informer", "list answer without items",
+  memset(&pg, 0, sizeof(pg));
+  pg.inf = inf;
+  rc = res->raw
+           ? carp_json_each_member(res->raw, res->raw_len, on_page_member, &pg)
+           : CARP_EPARSE;
+  if (rc || !pg.has_items) {
+    /* Items decoded before the fault stay in the store; the relist after
+     * the backoff settles them. */
+    CARP_LOG_WARN("informer",
+                  rc ? "list answer is not valid JSON"
+                     : "list answer without items",
                   CARP_F_STR("kind", kind_name(inf)));
+    carp_free(pg.rv);
+    carp_free(pg.cont);
     CARP_FREE(&inf->cont);
     seen_reset(inf);
     backoff(inf, 1);
     return;
   }
-  for (i = 0; i < items->u.array.len; i++) {
-    struct carp_objmeta *obj = decode(inf, items->u.array.values[i]);
-    const char *name;
-    if (!obj) {
-      /* Keep whatever the store had for it: mark it seen so the relist
-       * does not delete it. */
-      name = carp_json_str(items->u.array.values[i], "metadata", "name", NULL);
-      if (name) {
-        const char *ns = carp_json_str(items->u.array.values[i], "metadata",
-                                       "namespace", NULL);
-        struct carp_buf key;
-        carp_buf_init(&key, 1024);
-        if (ns && *ns)
-          carp_buf_printf(&key, "%s/", ns);
-        carp_buf_puts(&key, name);
-        seen_add(inf, carp_buf_cstr(&key));
-        carp_buf_free(&key);
-      }
-      continue;
-    }
-    seen_add(inf, obj->key);
-    apply_upsert(inf, obj);
-  }
-  rv = carp_json_str(res->body, "metadata", "resourceVersion", NULL);
-  cont = carp_json_str(res->body, "metadata", "continue", NULL);
   CARP_FREE(&inf->cont);
-  if (cont && *cont) {
-    inf->cont = carp_strdup(cont);
+  if (pg.cont) {
+    inf->cont = pg.cont;
+    carp_free(pg.rv);
     start_list(inf);
     return;
   }
-  set_rv(inf, rv);
+  set_rv(inf, pg.rv);
+  carp_free(pg.rv);
   finish_list(inf);
 }
 
@@ -351,6 +405,7 @@ static void start_list(struct carp_informer *inf)
   r.path = inf->path;
   r.query = carp_buf_cstr(&q);
   r.timeout_ms = 120 * 1000;
+  r.raw_body = 1;
   inf->in_flight = 1;
   rc = carp_kube_call(inf->kube, &r, on_list_page, inf, &inf->list_op);
   carp_buf_free(&q);

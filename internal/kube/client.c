@@ -447,7 +447,8 @@ static void on_http_done(struct carp_http_request *req, int status,
     return;
   }
   ctype = carp_http_response_header(resp, "Content-Type");
-  if (resp->body.len && ctype && strstr(ctype, "json")) {
+  if (resp->body.len && ctype && strstr(ctype, "json") &&
+      !(op->raw_body && resp->status >= 200 && resp->status < 300)) {
     char *perr = NULL;
     if (carp_json_parse(resp->body.ptr, resp->body.len, &body, &perr)) {
       if (resp->status >= 200 && resp->status < 300) {
@@ -545,6 +546,7 @@ int carp_kube_call(struct carp_kube *k, const struct carp_kube_request *r,
   op->arg = arg;
   op->idempotent = r->idempotent;
   op->ungated = r->ungated;
+  op->raw_body = r->raw_body;
   if (r->timeout_ms)
     op->timeout_ms = r->timeout_ms;
   if (r->content_type)

@@ -28,6 +28,7 @@ struct carp_kube_op {
   int idempotent;
   int is_read;
   int ungated;
+  int raw_body; /* leave a 2xx body unparsed */
   uint64_t timeout_ms;
   int attempts;
   int retried_auth;
