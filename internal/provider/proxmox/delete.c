@@ -82,13 +82,35 @@ static void vm_path(struct pve_delete *d, char *out, size_t size,
   snprintf(out, size, "/nodes/%s/qemu/%" PRId64 "%s", d->node, d->vmid, suffix);
 }
 
+static void iso_failed(struct pve_delete *d, const char *reason)
+{
+  CARP_LOG_WARN(PVE_LOG, "could not remove the VM's ISO",
+                CARP_F_STR("volume", d->iso_volid),
+                CARP_F_STR("reason", reason));
+}
+
+static void on_iso_task(struct pve_op *op, int err, const char *msg)
+{
+  struct pve_delete *d = D(op);
+  if (err && err != CARP_ENOTFOUND)
+    iso_failed(d, msg);
+  finish(d, 0, NULL);
+}
+
+/* Removing a volume is a task too: the VM counts as deleted once the ISO
+ * is really gone, so nothing of it is left when the caller moves on. Its
+ * failure is only logged - the VM itself is gone. */
 static void on_iso_deleted(struct pve_op *op, const struct carp_pve_result *r)
 {
   struct pve_delete *d = D(op);
   if (r->err && r->err != CARP_ENOTFOUND)
-    CARP_LOG_WARN(PVE_LOG, "could not remove the VM's ISO",
-                  CARP_F_STR("volume", d->iso_volid),
-                  CARP_F_STR("reason", r->message));
+    iso_failed(d, r->message);
+  if (!r->err && r->data && YAJL_IS_STRING(r->data)) {
+    snprintf(d->upid, sizeof(d->upid), "%s", r->data->u.string);
+    pve_op_task(op, d->region, d->upid, op->pp->o.delete_timeout_ms, 0,
+                on_iso_task);
+    return;
+  }
   finish(d, 0, NULL);
 }
 
