@@ -20,6 +20,11 @@
 /* Parses len bytes (no NUL needed). On error returns CARP_EPARSE and, when
  * err is not NULL, a short message (free with carp_free). */
 int carp_json_parse(const char *text, size_t len, yajl_val *out, char **err);
+/* The same without a copy, for text already NUL-terminated at len (a
+ * carp_buf, a watch frame): a response a second saves a malloc of its
+ * size, and each large malloc makes glibc consolidate its fastbins. */
+int carp_json_parse_cstr(const char *text, size_t len, yajl_val *out,
+                         char **err);
 void carp_json_free(yajl_val v);
 
 /* The value at path (NULL when absent), or v itself for an empty path. */

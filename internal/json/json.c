@@ -13,22 +13,20 @@
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
 
-int carp_json_parse(const char *text, size_t len, yajl_val *out, char **err)
+int carp_json_parse_cstr(const char *text, size_t len, yajl_val *out,
+                         char **err)
 {
   char errbuf[256];
-  char *copy = carp_strndup(text, len);
   yajl_val v;
 
   errbuf[0] = '\0';
   /* Embedded NULs would silently truncate the document. */
-  if (memchr(text, '\0', len)) {
-    carp_free(copy);
+  if (text[len] != '\0' || memchr(text, '\0', len)) {
     if (err)
       *err = carp_strdup("NUL byte inside JSON text");
     return CARP_EPARSE;
   }
-  v = yajl_tree_parse(copy, errbuf, sizeof(errbuf));
-  carp_free(copy);
+  v = yajl_tree_parse(text, errbuf, sizeof(errbuf));
   if (!v) {
     if (err) {
       char *nl = strchr(errbuf, '\n');
@@ -40,6 +38,21 @@ int carp_json_parse(const char *text, size_t len, yajl_val *out, char **err)
   }
   *out = v;
   return 0;
+}
+
+int carp_json_parse(const char *text, size_t len, yajl_val *out, char **err)
+{
+  char *copy;
+  int rc;
+  if (memchr(text, '\0', len)) {
+    if (err)
+      *err = carp_strdup("NUL byte inside JSON text");
+    return CARP_EPARSE;
+  }
+  copy = carp_strndup(text, len);
+  rc = carp_json_parse_cstr(copy, len, out, err);
+  carp_free(copy);
+  return rc;
 }
 
 void carp_json_free(yajl_val v)

@@ -450,7 +450,8 @@ static void on_http_done(struct carp_http_request *req, int status,
   if (resp->body.len && ctype && strstr(ctype, "json") &&
       !(op->raw_body && resp->status >= 200 && resp->status < 300)) {
     char *perr = NULL;
-    if (carp_json_parse(resp->body.ptr, resp->body.len, &body, &perr)) {
+    if (carp_json_parse_cstr(carp_buf_cstr(&resp->body), resp->body.len, &body,
+                             &perr)) {
       if (resp->status >= 200 && resp->status < 300) {
         deliver(op, CARP_EPARSE, resp->status, NULL,
                 perr ? perr : "invalid JSON", NULL, resp->body.ptr,

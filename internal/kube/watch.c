@@ -30,7 +30,7 @@ static int on_frame(const char *obj, size_t len, void *arg)
   char *err = NULL;
   const char *type;
   int rc;
-  if (carp_json_parse(obj, len, &v, &err)) {
+  if (carp_json_parse_cstr(obj, len, &v, &err)) {
     CARP_LOG_WARN("kube", "malformed watch event",
                   CARP_F_STR("error", err ? err : ""));
     carp_free(err);

@@ -228,12 +228,32 @@ static void test_split_edges_and_errors(void **state)
   assert_string_equal(s.text, "a=1;");
 }
 
+static void test_parse_cstr(void **state)
+{
+  yajl_val v = NULL;
+  char *err = NULL;
+  (void)state;
+  assert_int_equal(carp_json_parse_cstr("{\"a\":[1,2]}", 11, &v, NULL), 0);
+  assert_int_equal(carp_json_len(carp_json_arr(v, "a", NULL)), 2);
+  carp_json_free(v);
+  /* A NUL inside the text, or none where len says the text ends. */
+  assert_int_equal(carp_json_parse_cstr("{\"a\":\0}", 6, &v, &err),
+                   CARP_EPARSE);
+  assert_string_equal(err, "NUL byte inside JSON text");
+  carp_free(err);
+  assert_int_equal(carp_json_parse_cstr("{}{}", 2, &v, NULL), CARP_EPARSE);
+  assert_int_equal(carp_json_parse_cstr("{\"a\":", 5, &v, &err), CARP_EPARSE);
+  assert_non_null(err);
+  carp_free(err);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_parse_and_lookup),
       cmocka_unit_test(test_parse_errors),
       cmocka_unit_test(test_writer),
+      cmocka_unit_test(test_parse_cstr),
       cmocka_unit_test(test_split_list_page),
       cmocka_unit_test(test_split_edges_and_errors),
   };

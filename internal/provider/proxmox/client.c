@@ -286,7 +286,8 @@ static void on_http_done(struct carp_http_request *req, int status,
   } else {
     r.status = resp->status;
     if (resp->body.len)
-      carp_json_parse(resp->body.ptr, resp->body.len, &root, NULL);
+      carp_json_parse_cstr(carp_buf_cstr(&resp->body), resp->body.len, &root,
+                           NULL);
     if (resp->status == 200) {
       if (!root || !YAJL_IS_OBJECT(root) ||
           !carp_json_get(root, "data", NULL)) {
