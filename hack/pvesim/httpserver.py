@@ -201,6 +201,14 @@ class App:
             if status >= 400 and self.opts.pve_version >= 9:
                 env["message"] = message if message is not None else reason + "\n"
             payload = json.dumps(env, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        # Logged before the answer leaves: a client that reads the request
+        # log right after its answer must find the request there.
+        rec = getattr(h, "pve_rec", None)
+        if rec is not None and not rec.get("_logged"):
+            rec["status"], rec["reason"] = status, reason
+            rec["duration_ms"] = round((time.monotonic() - h.pve_t0) * 1000, 1)
+            rec["_logged"] = True
+            self.log_request({k: v for k, v in rec.items() if k != "_logged"})
         h.send_response(status, reason)
         h.send_header("Cache-Control", "max-age=0")
         h.send_header("Pragma", "no-cache")
@@ -275,6 +283,7 @@ class App:
             return
         rec = {"ts": round(time.time(), 6), "method": method, "path": raw_path,
                "query": url.query}
+        h.pve_rec, h.pve_t0 = rec, t0
         status, reason = 500, "internal error"
         try:
             status, reason = self._api(h, method, url, rec, t0)
@@ -282,10 +291,12 @@ class App:
             h.close_connection = True
             status, reason = 0, "client went away"
         finally:
-            rec["status"] = status
-            rec["reason"] = reason
-            rec["duration_ms"] = round((time.monotonic() - t0) * 1000, 1)
-            self.log_request(rec)
+            h.pve_rec = None
+            if not rec.pop("_logged", False):
+                rec["status"] = status
+                rec["reason"] = reason
+                rec["duration_ms"] = round((time.monotonic() - t0) * 1000, 1)
+                self.log_request(rec)
             self.stats_inc("api_requests")
             self.stats_inc("api_status_%d" % status)
 
