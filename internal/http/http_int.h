@@ -85,6 +85,7 @@ struct carp__http_tls {
   char *pinned_pubkey;
   unsigned char fingerprint[32];
   int has_fingerprint;
+  int tune_ctx; /* curl uses our OpenSSL: SSL_CTX_FUNCTION may touch it */
   int insecure;
 };
 
