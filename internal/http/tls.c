@@ -222,10 +222,6 @@ int carp__http_tls_apply(struct carp__http_tls *t, CURL *h)
   if (t->insecure) {
     CARP_HTTP_SETOPT(h, CURLOPT_SSL_VERIFYPEER, 0L);
     CARP_HTTP_SETOPT(h, CURLOPT_SSL_VERIFYHOST, 0L);
-    if (t->tune_ctx) {
-      CARP_HTTP_SETOPT(h, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
-      CARP_HTTP_SETOPT(h, CURLOPT_SSL_CTX_DATA, (void *)t);
-    }
   } else if (t->has_fingerprint) {
     /* Our callback is the whole verification: no CA file, no CA path
      * (so a missing system store does not matter), no host name. */
@@ -233,17 +229,12 @@ int carp__http_tls_apply(struct carp__http_tls *t, CURL *h)
     CARP_HTTP_SETOPT(h, CURLOPT_SSL_VERIFYHOST, 0L);
     CARP_HTTP_SETOPT(h, CURLOPT_CAINFO, (char *)NULL);
     CARP_HTTP_SETOPT(h, CURLOPT_CAPATH, (char *)NULL);
-    CARP_HTTP_SETOPT(h, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
-    CARP_HTTP_SETOPT(h, CURLOPT_SSL_CTX_DATA, (void *)t);
-    /* A resumed session would skip the callback. */
+    /* on_ssl_ctx (below) does the verification. A resumed session would
+     * skip the callback. */
     CARP_HTTP_SETOPT(h, CURLOPT_SSL_SESSIONID_CACHE, 0L);
   } else {
     CARP_HTTP_SETOPT(h, CURLOPT_SSL_VERIFYPEER, 1L);
     CARP_HTTP_SETOPT(h, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (t->tune_ctx) {
-      CARP_HTTP_SETOPT(h, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
-      CARP_HTTP_SETOPT(h, CURLOPT_SSL_CTX_DATA, (void *)t);
-    }
     if (t->ca_pem || t->ca_file) {
       /* Trust only the given CA: also drop the default CA path. */
       CARP_HTTP_SETOPT(h, CURLOPT_CAPATH, (char *)NULL);
@@ -259,6 +250,12 @@ int carp__http_tls_apply(struct carp__http_tls *t, CURL *h)
     }
   }
 
+  /* Set whenever curl's SSL_CTX is ours to touch, which fingerprint
+   * pinning requires (carp__http_tls_init refuses it otherwise). */
+  if (t->tune_ctx) {
+    CARP_HTTP_SETOPT(h, CURLOPT_SSL_CTX_FUNCTION, on_ssl_ctx);
+    CARP_HTTP_SETOPT(h, CURLOPT_SSL_CTX_DATA, (void *)t);
+  }
   if (t->cert_pem) {
     blob.data = t->cert_pem;
     blob.len = t->cert_pem_len;

@@ -76,18 +76,41 @@ static const char *skip_value(const char *p, const char *end)
   return NULL;
 }
 
+/* Steps into a container opening with `open`: 1 with *pp at its first
+ * value, 0 when it is empty and the text ends there, or CARP_EPARSE. */
+static int enter(const char **pp, const char *end, char open, char close)
+{
+  const char *p = skip_ws(*pp, end);
+  if (p == end || *p != open)
+    return CARP_EPARSE;
+  p = skip_ws(p + 1, end);
+  if (p < end && *p == close)
+    return skip_ws(p + 1, end) == end ? 0 : CARP_EPARSE;
+  *pp = p;
+  return 1;
+}
+
+/* After a value: 1 with *pp at the next one, 0 when the container closes
+ * and the text ends there, or CARP_EPARSE. */
+static int next(const char **pp, const char *end, char close)
+{
+  const char *p = skip_ws(*pp, end);
+  if (p < end && *p == ',') {
+    *pp = skip_ws(p + 1, end);
+    return 1;
+  }
+  if (p < end && *p == close)
+    return skip_ws(p + 1, end) == end ? 0 : CARP_EPARSE;
+  return CARP_EPARSE;
+}
+
 int carp_json_each_member(const char *text, size_t len, carp_json_member_cb cb,
                           void *arg)
 {
   const char *end = text + len;
-  const char *p = skip_ws(text, end);
-  int rc;
-  if (p == end || *p != '{')
-    return CARP_EPARSE;
-  p = skip_ws(p + 1, end);
-  if (p < end && *p == '}')
-    return skip_ws(p + 1, end) == end ? 0 : CARP_EPARSE;
-  for (;;) {
+  const char *p = text;
+  int rc = enter(&p, end, '{', '}');
+  while (rc > 0) {
     const char *key, *kend, *val, *vend;
     if (p == end || *p != '"')
       return CARP_EPARSE;
@@ -105,42 +128,27 @@ int carp_json_each_member(const char *text, size_t len, carp_json_member_cb cb,
     rc = cb(key, (size_t)(kend - 1 - key), val, (size_t)(vend - val), arg);
     if (rc)
       return rc;
-    p = skip_ws(vend, end);
-    if (p < end && *p == ',') {
-      p = skip_ws(p + 1, end);
-      continue;
-    }
-    if (p < end && *p == '}')
-      return skip_ws(p + 1, end) == end ? 0 : CARP_EPARSE;
-    return CARP_EPARSE;
+    p = vend;
+    rc = next(&p, end, '}');
   }
+  return rc;
 }
 
 int carp_json_each_element(const char *text, size_t len,
                            carp_json_element_cb cb, void *arg)
 {
   const char *end = text + len;
-  const char *p = skip_ws(text, end);
-  int rc;
-  if (p == end || *p != '[')
-    return CARP_EPARSE;
-  p = skip_ws(p + 1, end);
-  if (p < end && *p == ']')
-    return skip_ws(p + 1, end) == end ? 0 : CARP_EPARSE;
-  for (;;) {
+  const char *p = text;
+  int rc = enter(&p, end, '[', ']');
+  while (rc > 0) {
     const char *vend = skip_value(p, end);
     if (!vend)
       return CARP_EPARSE;
     rc = cb(p, (size_t)(vend - p), arg);
     if (rc)
       return rc;
-    p = skip_ws(vend, end);
-    if (p < end && *p == ',') {
-      p = skip_ws(p + 1, end);
-      continue;
-    }
-    if (p < end && *p == ']')
-      return skip_ws(p + 1, end) == end ? 0 : CARP_EPARSE;
-    return CARP_EPARSE;
+    p = vend;
+    rc = next(&p, end, ']');
   }
+  return rc;
 }
