@@ -203,12 +203,7 @@ class App:
             payload = json.dumps(env, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         # Logged before the answer leaves: a client that reads the request
         # log right after its answer must find the request there.
-        rec = getattr(h, "pve_rec", None)
-        if rec is not None and not rec.get("_logged"):
-            rec["status"], rec["reason"] = status, reason
-            rec["duration_ms"] = round((time.monotonic() - h.pve_t0) * 1000, 1)
-            rec["_logged"] = True
-            self.log_request({k: v for k, v in rec.items() if k != "_logged"})
+        self.log_answer(h, status, reason)
         h.send_response(status, reason)
         h.send_header("Cache-Control", "max-age=0")
         h.send_header("Pragma", "no-cache")
@@ -233,6 +228,16 @@ class App:
         h.send_header("Content-Length", str(len(payload)))
         h.end_headers()
         h.wfile.write(payload)
+
+    def log_answer(self, h, status, reason):
+        """Logs the API request h is answering, once."""
+        rec = getattr(h, "pve_rec", None)
+        if rec is None:
+            return
+        h.pve_rec = None
+        rec["status"], rec["reason"] = status, reason
+        rec["duration_ms"] = round((time.monotonic() - h.pve_t0) * 1000, 1)
+        self.log_request(rec)
 
     def log_request(self, rec):
         if not self.log_file:
@@ -291,12 +296,7 @@ class App:
             h.close_connection = True
             status, reason = 0, "client went away"
         finally:
-            h.pve_rec = None
-            if not rec.pop("_logged", False):
-                rec["status"] = status
-                rec["reason"] = reason
-                rec["duration_ms"] = round((time.monotonic() - t0) * 1000, 1)
-                self.log_request(rec)
+            self.log_answer(h, status, reason)  # when no answer was sent
             self.stats_inc("api_requests")
             self.stats_inc("api_status_%d" % status)
 

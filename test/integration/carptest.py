@@ -103,6 +103,13 @@ class Carpenter:
         return code, time.monotonic() - start
 
 
+def proc_cpu_seconds(pid):
+    """User + system CPU seconds the process has used so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def http_get(url, timeout=5.0):
     """Returns (status, headers, body text) without raising on 4xx/5xx."""
     try:
