@@ -3,6 +3,15 @@ is False get node.kubernetes.io/not-ready (NoSchedule and NoExecute),
 Unknown gets node.kubernetes.io/unreachable, True gets neither; pods on a
 node that stops being Ready are marked Ready=False; pods that do not
 tolerate a NoExecute taint are deleted (after their tolerationSeconds).
+
+In time, as a real control plane: every node registers with
+node.kubernetes.io/not-ready:NoSchedule (the API adds it, as the
+TaintNodesByCondition admission does), and taints go from a node that
+turned Ready only on this controller's next pass, every
+--node-monitor-period seconds (5, as kube-controller-manager's), not the
+moment it is Ready; 0 takes them off at once. --keep-not-ready-taint
+leaves not-ready:NoSchedule on Ready nodes for good, as a broken CNI
+does.
 Also the pod garbage collector's orphan sweep: pods bound to a node that has
 not existed for --pod-gc-delay seconds (40, as kube-controller-manager's
 quarantine) are marked Failed (DisruptionTarget, DeletionByPodGC) and
@@ -38,6 +47,10 @@ class NodeLifecycleController(Controller):
         self.missing = {}  # node name -> first time seen missing (pods bound to it)
         self.next_gc = 0.0
         self.resynced_once = False
+        self.monitor_period = getattr(sim.options, "node_monitor_period", 0.0)
+        self.keep_not_ready = getattr(sim.options, "keep_not_ready_taint", False)
+        self.next_monitor = time.time() + self.monitor_period
+        self.untaint = set()  # Ready nodes whose taints go on the next monitor pass
 
     def extract(self, sid, obj, entry):
         n = _N()
@@ -67,6 +80,8 @@ class NodeLifecycleController(Controller):
         waits = [1.0]
         if self.evictions:
             waits.append(max(0.05, min(self.evictions.values()) - time.time()))
+        if self.untaint:
+            waits.append(max(0.01, self.next_monitor - time.time()))
         return min(waits)
 
     def _pod_gc(self, now):
@@ -111,13 +126,22 @@ class NodeLifecycleController(Controller):
 
     def work(self):
         dirty, self.dirty = self.dirty, set()
+        monitor = False
+        if self.monitor_period > 0 and time.time() >= self.next_monitor:
+            # the periodic pass (monitorNodeHealth): its period runs on
+            # whether or not a node waits for it
+            monitor = True
+            self.next_monitor = time.time() + self.monitor_period
+            dirty |= self.untaint
+            self.untaint = set()
         interesting = []
         for name in dirty:
             n = self.cache["nodes"].get(name)
             if n is None:
                 self.watched.discard(name)
+                self.untaint.discard(name)
                 continue
-            self._safe(self._taints, n)
+            self._safe(self._taints, n, monitor)
             if n.ready not in ("True", None) or any(t.get("effect") == "NoExecute" for t in n.taints):
                 self.watched.add(name)
                 interesting.append(n)
@@ -155,18 +179,25 @@ class NodeLifecycleController(Controller):
                     out.setdefault(node, []).append(e)
         return out
 
-    def _taints(self, n):
+    def _taints(self, n, monitor):
         want = set()
         if n.ready == "False":
             want = {(NOT_READY, "NoSchedule"), (NOT_READY, "NoExecute")}
         elif n.ready == "Unknown":
             want = {(UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")}
         elif n.ready is None:
-            return
+            return  # registered, not reporting yet: the API's admission set not-ready
+        elif self.keep_not_ready:
+            want = {(NOT_READY, "NoSchedule")}
         managed = {NOT_READY, UNREACHABLE}
         have = {(t.get("key"), t.get("effect")) for t in n.taints if t.get("key") in managed}
         if have == want:
+            self.untaint.discard(n.name)
             return
+        if n.ready == "True" and have - want and self.monitor_period > 0 and not monitor:
+            self.untaint.add(n.name)  # Ready: the taints go on the next pass
+            return
+        self.untaint.discard(n.name)
         taints = [t for t in n.taints if t.get("key") not in managed or (t.get("key"), t.get("effect")) in want]
         for key, eff in sorted(want - have):
             t = {"key": key, "effect": eff}

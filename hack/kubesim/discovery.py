@@ -66,7 +66,9 @@ def resource_list(registry, group, version):
             if sub == "scale":
                 sd.update({"group": "autoscaling", "version": "v1", "kind": "Scale"})
             elif sub == "eviction":
-                sd.update({"group": "policy", "version": "v1", "kind": "Eviction"})
+                # Without policy/v1 (before 1.21/1.22) Eviction is policy/v1beta1.
+                ev = "v1" if registry.get("policy", "v1", "poddisruptionbudgets") else "v1beta1"
+                sd.update({"group": "policy", "version": ev, "kind": "Eviction"})
             elif sub == "binding":
                 sd["kind"] = "Binding"
             else:

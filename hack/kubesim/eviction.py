@@ -21,6 +21,8 @@ def pod_ready(pod):
 
 def matching_pdbs(api, pod):
     prt = api.registry.get("policy", "v1", "poddisruptionbudgets")
+    if prt is None:
+        return None, None, []  # --omit-api policy/v1: no PDB can exist
     ns = util.get_path(pod, "metadata", "namespace")
     labels = util.get_path(pod, "metadata", "labels") or {}
     table = api.table_for(prt)
@@ -47,6 +49,11 @@ def evict(api, ns, name, body, ctx):
     if not isinstance(body, dict):
         raise E.bad_request("invalid Eviction body")
     av = body.get("apiVersion")
+    if av == "policy/v1" and api.registry.get("policy", "v1", "poddisruptionbudgets") is None:
+        # --omit-api policy/v1: a 1.20 server's answer (recordings/13-curl-eviction.txt)
+        raise E.bad_request('Eviction in version "v1" cannot be handled as a Eviction: no kind "Eviction" is '
+                            'registered for version "policy/v1" in scheme '
+                            '"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"')
     if av and av not in ("policy/v1", "policy/v1beta1"):
         raise E.bad_request('Eviction in version "%s" cannot be handled as a Eviction: no kind "Eviction" is '
                             'registered for version "%s"' % (av.split("/")[-1], av))

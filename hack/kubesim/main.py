@@ -5,6 +5,7 @@ import argparse
 import gc
 import json
 import os
+import re
 import resource
 import signal
 import sys
@@ -14,6 +15,7 @@ import time
 
 from . import api as A
 from . import crds as CRD
+from . import discovery as D
 from . import errors as E
 from . import faults as F
 from . import openapi as OA
@@ -88,6 +90,21 @@ def parse_args(argv):
     p.add_argument("--request-log", help="append one JSON line per request to this file")
     p.add_argument("--disable-controllers", default="", help="comma list of built-in controllers to turn off: "
                    + ",".join(CONTROLLER_NAMES))
+    p.add_argument("--node-monitor-period", type=float, default=5.0, metavar="SECONDS",
+                   help="the node lifecycle controller takes node.kubernetes.io/not-ready off a node that turned "
+                   "Ready on its next pass, every SECONDS (default 5, kube-controller-manager's); 0: at once")
+    p.add_argument("--keep-not-ready-taint", action="store_true",
+                   help="never take node.kubernetes.io/not-ready:NoSchedule off (a node whose CNI is broken)")
+    p.add_argument("--pod-initial-backoff", type=float, default=1.0, metavar="SECONDS",
+                   help="--scheduler retries a pod it could not place after this long, doubled on each failure "
+                   "(default 1, kube-scheduler's podInitialBackoffSeconds); 0: no backoff")
+    p.add_argument("--pod-max-backoff", type=float, default=10.0, metavar="SECONDS",
+                   help="the longest scheduler backoff (default 10, podMaxBackoffSeconds)")
+    p.add_argument("--server-version", metavar="VERSION",
+                   help="answer /version as Kubernetes VERSION (e.g. 1.20.2) instead of v1.32.0-kube-sim")
+    p.add_argument("--omit-api", action="append", default=[], metavar="GROUP/VERSION",
+                   help="do not serve this API group version (e.g. policy/v1, as a server older than 1.21); "
+                   "repeatable")
     p.add_argument("--fault-watch-end", type=float, default=0.0, help=argparse.SUPPRESS)
     p.add_argument("--fault-500", type=float, default=0.0, help=argparse.SUPPRESS)
     p.add_argument("--fault-429", type=float, default=0.0, help=argparse.SUPPRESS)
@@ -111,6 +128,18 @@ def parse_args(argv):
     bad = opts.disabled - set(CONTROLLER_NAMES)
     if bad:
         p.error("unknown controllers: " + ",".join(sorted(bad)))
+    for name in ("node_monitor_period", "pod_initial_backoff", "pod_max_backoff"):
+        if getattr(opts, name) < 0:
+            p.error("--%s must not be negative" % name.replace("_", "-"))
+    if opts.server_version is not None:
+        m = re.match(r"^v?(\d+)\.(\d+)(\.\d+)?([-+][0-9A-Za-z.+-]*)?$", opts.server_version)
+        if not m:
+            p.error("--server-version needs MAJOR.MINOR[.PATCH], got %r" % opts.server_version)
+        opts.version_fields = (m.group(1), m.group(2), "v" + opts.server_version.lstrip("v"))
+    for gv in opts.omit_api:
+        group, _, version = gv.rpartition("/")
+        if not group or not version:
+            p.error("--omit-api needs GROUP/VERSION (the core v1 API cannot be omitted), got %r" % gv)
     return opts
 
 
@@ -118,6 +147,14 @@ class Sim:
     def __init__(self, opts):
         self.options = opts
         self.registry = R.Registry()
+        for gv in opts.omit_api:
+            group, _, version = gv.rpartition("/")
+            if not self.registry.remove_group_version(group, version):
+                raise SystemExit("kube-sim: --omit-api %s: not an API this server serves" % gv)
+        if opts.server_version is not None:
+            # One server per process: /version is the module's document.
+            major, minor, git = opts.version_fields
+            D.SERVER_VERSION.update({"major": major, "minor": minor, "gitVersion": git})
         self.store = Store(opts.watch_history)
         self.api = A.Api(self.registry, self.store, opts)
         self.openapi = OA.OpenAPI(self.registry)

@@ -192,6 +192,21 @@ class Registry:
             self.group_order = [g for g in self.group_order if g in groups]
             self.generation += 1
 
+    def remove_group_version(self, group, version):
+        """Stop serving group/version (an older or trimmed server); True if it was served."""
+        with self.lock:
+            keys = [k for k in self.by_gvr if k[0] == group and k[1] == version]
+            for k in keys:
+                rt = self.by_gvr.pop(k)
+                lst = self.storage.get(rt.storage_id) or []
+                lst[:] = [x for x in lst if x is not rt]
+                if not lst:
+                    self.storage.pop(rt.storage_id, None)
+            groups = {g for (g, _, _) in self.by_gvr}
+            self.group_order = [g for g in self.group_order if g in groups]
+            self.generation += 1
+            return bool(keys)
+
     def get(self, group, version, plural):
         return self.by_gvr.get((group, version, plural))
 

@@ -5,9 +5,14 @@ required node affinity, including matchFields metadata.name), then
 NodeResourcesFit (requests vs allocatable, and the pod count).  Among
 feasible nodes the least allocated wins (ties by name).  A pod that fits
 nowhere gets PodScheduled=False reason Unschedulable with kube-scheduler's
-message and a FailedScheduling event; it is retried whenever nodes or pods
-change, and every 10 s."""
+message and a FailedScheduling event; it is retried when nodes or pods
+change, and every 10 s, but, as kube-scheduler's backoff queue has it,
+never before its backoff ends: --pod-initial-backoff seconds (1) after its
+first failure, doubling with each failure up to --pod-max-backoff (10).
+So a pod waits up to 10 s after a node became usable, as it does on a real
+cluster."""
 
+import time
 from fractions import Fraction
 
 from . import errors as E
@@ -119,6 +124,14 @@ def pod_requests(spec):
     return total
 
 
+def backoff_seconds(attempts, initial, maximum):
+    """kube-scheduler's backoff after `attempts` failed tries: initial,
+    doubled per further failure, capped at maximum (0 when initial is 0)."""
+    if initial <= 0 or attempts <= 0:
+        return 0.0
+    return min(max(initial, maximum), initial * 2 ** min(attempts - 1, 30))
+
+
 # ---------------------------------------------------------------- cache records
 
 class _Node:
@@ -176,6 +189,29 @@ class Scheduler(Controller):
         self.used = {}  # node -> {resource: Fraction}, plus "pods" count
         self.queue = set()  # pending pod keys to try now
         self.unschedulable = set()  # keys that did not fit last time
+        self.initial_backoff = getattr(sim.options, "pod_initial_backoff", 0.0)
+        self.max_backoff = max(self.initial_backoff, getattr(sim.options, "pod_max_backoff", 0.0))
+        self.attempts = {}  # key -> failed attempts
+        self.backoff_until = {}  # key -> when it may be tried again
+        self.backoff = {}  # key -> due: moved by an event, waiting out its backoff
+
+    def _forget(self, key):
+        self.unschedulable.discard(key)
+        self.attempts.pop(key, None)
+        self.backoff_until.pop(key, None)
+        self.backoff.pop(key, None)
+
+    def _move(self, keys):
+        """An event may make these schedulable: to the queue, or to wait
+        out their backoff first (kube-scheduler's backoffQ)."""
+        now = time.time()
+        for key in keys:
+            due = self.backoff_until.get(key, 0.0)
+            if due <= now:
+                self.backoff.pop(key, None)
+                self.queue.add(key)
+            else:
+                self.backoff[key] = due
 
     def extract(self, sid, obj, entry):
         return _pod(obj) if sid == "pods" else _node(obj)
@@ -192,9 +228,7 @@ class Scheduler(Controller):
         if not self.used:
             for p in self.cache["pods"].values():
                 self._account(p, +1)
-        for key, p in self.cache["pods"].items():
-            if p.pending:
-                self.queue.add(key)
+        self._move([key for key, p in self.cache["pods"].items() if p.pending])
 
     def changed(self, items):
         retry = False
@@ -205,19 +239,28 @@ class Scheduler(Controller):
             self._account(old, -1)
             self._account(new, +1)
             if new is not None and new.pending:
-                self.queue.add(key)
+                # a failed pod's own status update does not skip its backoff
+                self._move([key])
             else:
                 self.queue.discard(key)
-                self.unschedulable.discard(key)
+                self._forget(key)
             if old is not None and old.node and (new is None or not new.active or new.node != old.node):
                 retry = True
         if retry:
-            self.queue |= self.unschedulable
+            self._move(self.unschedulable)
 
     def idle_wait(self):
-        return 0.05 if self.queue else 1.0
+        if self.queue:
+            return 0.05
+        if self.backoff:
+            return max(0.01, min(1.0, min(self.backoff.values()) - time.time()))
+        return 1.0
 
     def work(self):
+        now = time.time()
+        for key in [k for k, due in self.backoff.items() if due <= now]:
+            del self.backoff[key]
+            self.queue.add(key)
         if not self.queue:
             return
         keys, self.queue = self.queue, set()
@@ -278,7 +321,7 @@ class Scheduler(Controller):
                                                 "metadata": {"name": p.name, "uid": p.uid}}, ctx)
             except E.ApiError:
                 return
-            self.unschedulable.discard(p.key)
+            self._forget(p.key)
             # account now; the pod's event will replace this record
             p2 = _Pod()
             for a in _Pod.__slots__:
@@ -300,6 +343,10 @@ class Scheduler(Controller):
             msg = ("0/%d nodes are available: %s. preemption: 0/%d nodes are available: %d Preemption is not "
                    "helpful for scheduling." % (total, ", ".join(parts), total, total))
         self.unschedulable.add(p.key)
+        n = self.attempts.get(p.key, 0) + 1
+        self.attempts[p.key] = n
+        if self.initial_backoff > 0:
+            self.backoff_until[p.key] = time.time() + backoff_seconds(n, self.initial_backoff, self.max_backoff)
         if p.message == msg:
             return
         patch = {"status": {"conditions": [{"type": "PodScheduled", "status": "False", "lastProbeTime": None,

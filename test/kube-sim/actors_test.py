@@ -38,8 +38,11 @@ def pod(name, cpu=None, memory=None, **spec):
 
 
 class Actors(SimTestCase):
+    # Taints and retries at once: the control plane's own pace (monitor
+    # period, scheduler backoff) is timing_test.py's subject.
     sim_args = ("--scheduler", "--kubelet", "--node-lease-grace", "4", "--pod-start-delay", "0.1",
-                "--pod-grace-scale", "0.1", "--pod-grace-max", "1")
+                "--pod-grace-scale", "0.1", "--pod-grace-max", "1", "--node-monitor-period", "0",
+                "--pod-initial-backoff", "0")
 
     @classmethod
     def setUpClass(cls):
@@ -219,7 +222,7 @@ class Scheduling(Actors):
 
 
 class Controllers(SimTestCase):
-    sim_args = ("--pod-gc-delay", "1")
+    sim_args = ("--pod-gc-delay", "1", "--node-monitor-period", "0")
 
     def test_pods_of_deleted_nodes_are_collected(self):
         s = self.sim

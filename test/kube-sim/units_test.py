@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Unit tests of kube-sim's building blocks (no server): the YAML subset,
-quantities, selectors, JSONPath, patches, structural schemas and managed
-fields."""
+quantities, selectors, JSONPath, patches, structural schemas, managed
+fields and the scheduler's backoff."""
 
 import json
 import unittest
 
 import simlib  # noqa: F401 - puts hack/ on sys.path
-from kubesim import jsonpath, managedfields as MF, patch as P, schema as S, selector, util, yamlmini as Y
+from kubesim import jsonpath, managedfields as MF, patch as P, schema as S, scheduler, selector, util, yamlmini as Y
 
 
 class YAML(unittest.TestCase):
@@ -126,6 +126,15 @@ class Quantities(unittest.TestCase):
         for s, want in ((5, "5s"), (119, "119s"), (150, "2m30s"), (600, "10m"), (3700, "61m"), (11000, "3h3m"),
                         (86400 * 3, "3d"), (86400 * 400, "400d"), (86400 * 800, "2y70d")):
             self.assertEqual(util.human_duration(s), want)
+
+
+class SchedulerBackoff(unittest.TestCase):
+    def test_doubling_and_cap(self):
+        # kube-scheduler's defaults: 1 s after the first failure, doubled per failure, at most 10 s
+        self.assertEqual([scheduler.backoff_seconds(n, 1, 10) for n in range(1, 8)], [1, 2, 4, 8, 10, 10, 10])
+        self.assertEqual(scheduler.backoff_seconds(200, 0.5, 3), 3)
+        self.assertEqual(scheduler.backoff_seconds(1, 0, 10), 0)  # no backoff: today's at-once retries
+        self.assertEqual(scheduler.backoff_seconds(3, 4, 2), 4)  # a max below the initial: the initial
 
 
 class Selectors(unittest.TestCase):
@@ -304,13 +313,16 @@ class NodeLifecycleTaints(unittest.TestCase):
         # The registration removes its taint; the controller has not seen it.
         sim.api.patch_internal("", "nodes", "", "n1", {"spec": {"taints": [
             {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}}, "carpenter")
-        ctrl._taints(ctrl.extract("nodes", stale.obj(), stale))
+        ctrl._taints(ctrl.extract("nodes", stale.obj(), stale), True)  # on a monitor pass
         _, keys = taints()
         self.assertEqual(keys, ["node.kubernetes.io/not-ready"], "stale write refused")
         self.assertIn("n1", ctrl.dirty, "retried from the fresher cache")
         fresh, _ = taints()
-        ctrl._taints(ctrl.extract("nodes", fresh.obj(), fresh))
-        self.assertEqual(taints()[1], [], "the Ready node loses not-ready")
+        ctrl._taints(ctrl.extract("nodes", fresh.obj(), fresh), False)
+        self.assertEqual(taints()[1], ["node.kubernetes.io/not-ready"], "Ready: kept until the monitor pass")
+        self.assertIn("n1", ctrl.untaint)
+        ctrl._taints(ctrl.extract("nodes", fresh.obj(), fresh), True)
+        self.assertEqual(taints()[1], [], "the Ready node loses not-ready on the pass")
 
 
 if __name__ == "__main__":
