@@ -702,5 +702,31 @@ class Subresources(SimTestCase):
         self.assertEqual(err["details"]["causes"][0]["message"],
                          "The disruption budget bare is still being processed by the server.")
 
+class OlderServer(SimTestCase):
+    """--server-version and --omit-api play a Kubernetes 1.20 server as
+    recordings/00-curl-version-and-discovery.txt and 13-curl-eviction.txt
+    show it: its /version, no policy/v1 (pods/eviction listed as
+    policy/v1beta1) and a 400 for a policy/v1 Eviction."""
+    sim_args = ("--server-version", "1.20.2", "--omit-api", "policy/v1")
+
+    def test_version_and_missing_group(self):
+        s = self.sim
+        v = s.get("/version").json()
+        self.assertEqual((v["major"], v["minor"], v["gitVersion"]), ("1", "20", "v1.20.2"))
+        self.assertCode(s.get("/apis/policy/v1"), 404)
+        groups = {g["name"] for g in s.get("/apis").json()["groups"]}
+        self.assertNotIn("policy", groups)
+        ev = [r for r in s.get("/api/v1").json()["resources"] if r["name"] == "pods/eviction"][0]
+        self.assertEqual((ev["group"], ev["version"]), ("policy", "v1beta1"))
+        self.assertCode(s.post("/api/v1/namespaces/default/pods", {
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "e1"},
+            "spec": {"containers": [{"name": "c", "image": "registry.invalid/x:1"}]}}), 201)
+        st = self.assertStatus(s.post("/api/v1/namespaces/default/pods/e1/eviction", {
+            "apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "e1"}}), 400, "BadRequest")
+        self.assertIn('no kind "Eviction" is registered for version "policy/v1"', st["message"])
+        self.assertCode(s.post("/api/v1/namespaces/default/pods/e1/eviction", {
+            "apiVersion": "policy/v1beta1", "kind": "Eviction", "metadata": {"name": "e1"}}), 201)
+
+
 if __name__ == "__main__":
     main()
