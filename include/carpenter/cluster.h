@@ -6,8 +6,9 @@
  *    are remembered ("expected"), so a second provisioning batch never
  *    double-counts capacity or NodePool usage in that window.
  *  - Pods nominated to a node or NodeClaim (by provisioning) are
- *    remembered until they bind, or for a while, so the next batch counts
- *    them as using that capacity and disruption leaves those nodes alone.
+ *    remembered until they bind, or until their window lapses, so the next
+ *    batch counts them as using that capacity (and launches nothing more
+ *    for them) and disruption leaves those nodes alone.
  *  - The last time a pod arrived on or left each node (consolidateAfter).
  *  - NodeClaims marked for deletion by a disruption decision.
  *
@@ -133,6 +134,19 @@ void carp_cluster_nominate(struct carp_cluster *c, const char *pod_uid,
 /* The target a pod is nominated to, or NULL. */
 const char *carp_cluster_nomination(const struct carp_cluster *c,
                                     const char *pod_uid);
+struct carp_nomination_info {
+  const char *target; /* borrowed, like carp_cluster_nomination() */
+  int64_t since_ms;   /* when the pod was nominated (epoch ms) */
+  int64_t until_ms;   /* when the nomination lapses */
+};
+/* 1 and *out when the pod has a live nomination, else 0. */
+int carp_cluster_nomination_info(const struct carp_cluster *c,
+                                 const char *pod_uid,
+                                 struct carp_nomination_info *out);
+/* Marks the pod's live nomination as reported (the pod was told it waits
+ * for a target that cannot take it): 1 the first time, 0 after that or
+ * without a live nomination. A new nomination starts unreported. */
+int carp_cluster_nomination_report(struct carp_cluster *c, const char *pod_uid);
 /* Whether a node or NodeClaim has live nominations. */
 int carp_cluster_is_nominated(const struct carp_cluster *c, const char *target);
 

@@ -275,16 +275,21 @@ struct carp_sched_nodepool {
   size_t nusage;
 };
 
-/* An existing Node, or an in-flight NodeClaim that has no initialized Node
+/* An existing Node, or an in-flight NodeClaim that has no registered Node
  * yet. requested must include every pod bound or nominated to it (with
  * "pods" = their number) and, for in-flight claims, the DaemonSet pods
- * expected there. */
+ * expected there. Taints that go away by themselves are not counted:
+ * karpenter.sh/unregistered, the ephemeral node.kubernetes.io/not-ready,
+ * unreachable, network-unavailable and
+ * node.cloudprovider.kubernetes.io/uninitialized on a managed (nodepool
+ * set) or uninitialized node, and the NodePool's startup taints until the
+ * node is initialized. */
 struct carp_sched_node {
   const char *name;
   const char *nodepool; /* NULL: not managed by Carpenter */
   int in_flight;        /* a NodeClaim without a registered Node */
   int initialized;
-  int deleting; /* marked for deletion or disrupted: never a target */
+  int deleting; /* going away or cordoned: never a target */
   const struct carp_sched_label *labels;
   size_t nlabels;
   /* In-flight claims: their spec requirements (labels may be partial). */

@@ -390,12 +390,13 @@ static void add_ports(struct carp_prov_problem *pr, struct target *t,
   }
 }
 
-static int node_deleting(const struct carp_cluster *c,
-                         const struct carp_node *n)
+/* Going away: deleted, its NodeClaim deleted or marked by a disruption
+ * decision, or tainted for disruption. Its pods will have to move. */
+static int node_going(const struct carp_cluster *c, const struct carp_node *n,
+                      const struct carp_nodeclaim *nc)
 {
-  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim_of_node(c, n);
   uint32_t i;
-  if (n->meta.deletion_ms || n->unschedulable)
+  if (n->meta.deletion_ms)
     return 1;
   if (nc && (nc->meta.deletion_ms || carp_cluster_is_marked(c, nc->meta.name)))
     return 1;
@@ -412,6 +413,9 @@ struct builder {
   struct target *targets;
   struct carp_sched_node *nodes;
   size_t nnodes, capnodes;
+  /* Pods on nodes that are going away (still running there). */
+  const struct carp_pod **moving;
+  size_t nmoving, capmoving;
 };
 
 static size_t add_node_slot(struct builder *b, const char *name, int is_claim)
@@ -423,22 +427,72 @@ static size_t add_node_slot(struct builder *b, const char *name, int is_claim)
     struct target *t = carp_arena_array(A, cap, sizeof(*t));
     const char **names = carp_arena_array(A, cap, sizeof(char *));
     int *isc = carp_arena_array(A, cap, sizeof(int));
+    const struct carp_node **objs = carp_arena_array(A, cap, sizeof(*objs));
     if (b->nnodes) {
       memcpy(n, b->nodes, b->nnodes * sizeof(*n));
       memcpy(t, b->targets, b->nnodes * sizeof(*t));
       memcpy(names, pr->node_names, b->nnodes * sizeof(char *));
       memcpy(isc, pr->node_is_claim, b->nnodes * sizeof(int));
+      memcpy(objs, pr->node_objs, b->nnodes * sizeof(*objs));
     }
     b->nodes = n;
     b->targets = t;
     pr->node_names = names;
     pr->node_is_claim = isc;
+    pr->node_objs = objs;
     b->capnodes = cap;
   }
   pr->node_names[b->nnodes] = name;
   pr->node_is_claim[b->nnodes] = is_claim;
+  pr->node_objs[b->nnodes] = NULL;
   carp_map_puts(&b->target_index, name, (void *)(uintptr_t)(b->nnodes + 1));
   return b->nnodes++;
+}
+
+/* A second name for a slot: a NodeClaim and its Node are one target, and
+ * a pod nominated to either (it was nominated to the claim before its
+ * Node existed) counts there. */
+static void alias_slot(struct builder *b, const char *name, size_t k)
+{
+  if (name && !carp_map_gets(&b->target_index, name))
+    carp_map_puts(&b->target_index, name, (void *)(uintptr_t)(k + 1));
+}
+
+static void add_moving(struct builder *b, const struct carp_pod *p)
+{
+  if (b->nmoving == b->capmoving) {
+    b->capmoving = b->capmoving ? b->capmoving * 2 : 16;
+    b->moving = carp_reallocarray(b->moving, b->capmoving, sizeof(*b->moving));
+  }
+  b->moving[b->nmoving++] = p;
+}
+
+/* The pods bound to a node count in its slot; those that will have to
+ * move when it goes are remembered. */
+static void add_bound_requests(struct builder *b, size_t k, const char *node,
+                               int going)
+{
+  struct carp_objmeta *const *pods;
+  size_t np, i;
+  pods = carp_cluster_pods_on_node(b->c, node, &np);
+  for (i = 0; i < np; i++) {
+    const struct carp_pod *p = (const struct carp_pod *)pods[i];
+    if (carp_pod_is_terminal(p))
+      continue;
+    carp_resources_add(&b->targets[k].requested, &p->spec->requests);
+    add_ports(b->pr, &b->targets[k], p->spec);
+    if (going && carp_pod_is_reschedulable(p))
+      add_moving(b, p);
+  }
+}
+
+/* A Node Carpenter launched is read through its NodeClaim until it is
+ * registered: before that its labels and taints are the kubelet's raw
+ * ones (the NodePool's are not synced yet), and planning around them
+ * would find it unusable and launch another claim for the same pods. */
+static int node_registered(const struct carp_node *n)
+{
+  return carp_kvset_has(n->meta.labels, CARP_LABEL_REGISTERED);
 }
 
 static void add_nodes(struct builder *b)
@@ -451,27 +505,29 @@ static void add_nodes(struct builder *b)
   carp_store_iter_init(&it);
   while ((m = carp_store_next(carp_informer_store(c->nodes), &it))) {
     const struct carp_node *n = (const struct carp_node *)m;
+    const struct carp_nodeclaim *nc = carp_cluster_nodeclaim_of_node(c, n);
     const char *pool = carp_kvset_get(m->labels, CARP_LABEL_NODEPOOL_KEY);
-    struct carp_objmeta *const *pods;
-    size_t np, i, k = add_node_slot(b, m->name, 0);
-    struct carp_sched_node *o = &b->nodes[k];
-    struct target *t = &b->targets[k];
+    struct carp_sched_node *o;
+    size_t k;
+    int going;
+    if (nc && !node_registered(n))
+      continue; /* add_claims: the claim stands for it */
+    going = node_going(c, n, nc);
+    k = add_node_slot(b, m->name, 0);
+    o = &b->nodes[k];
+    pr->node_objs[k] = n;
+    if (nc)
+      alias_slot(b, nc->meta.name, k);
     o->name = m->name;
     o->nodepool = pool;
     o->initialized = !pool || carp_kvset_has(m->labels, CARP_LABEL_INITIALIZED);
-    o->deleting = node_deleting(c, n);
+    o->deleting = going || n->unschedulable;
     o->labels = labels_of(pr, m->labels, &o->nlabels);
     o->taints = taints_of(pr, n->taints, n->ntaints);
     o->ntaints = n->ntaints;
     o->allocatable = carp_prov_quantities(A, &n->allocatable, &o->nallocatable);
-    pods = carp_cluster_pods_on_node(c, m->name, &np);
-    for (i = 0; i < np; i++) {
-      const struct carp_pod *p = (const struct carp_pod *)pods[i];
-      if (carp_pod_is_terminal(p))
-        continue;
-      carp_resources_add(&t->requested, &p->spec->requests);
-      add_ports(pr, t, p->spec);
-    }
+    carp_resources_copy(&b->targets[k].allocatable, &n->allocatable);
+    add_bound_requests(b, k, m->name, going);
   }
 }
 
@@ -485,11 +541,12 @@ static void add_claims(struct builder *b)
   carp_store_iter_init(&it);
   while ((m = carp_store_next(carp_informer_store(c->nodeclaims), &it))) {
     const struct carp_nodeclaim *nc = (const struct carp_nodeclaim *)m;
+    const struct carp_node *node = carp_cluster_node_of_nodeclaim(c, nc);
     struct carp_sched_node *o;
     struct carp_resources alloc;
     size_t k;
-    /* A claim with a Node is that Node. */
-    if (carp_cluster_node_of_nodeclaim(c, nc) || m->deletion_ms ||
+    /* A claim with a registered Node is that Node (add_nodes). */
+    if ((node && node_registered(node)) || m->deletion_ms ||
         carp_cluster_is_marked(c, m->name))
       continue;
     k = add_node_slot(b, m->name, 1);
@@ -503,17 +560,22 @@ static void add_claims(struct builder *b)
     o->nrequirements = nc->spec.nrequirements;
     o->taints = taints_of(pr, nc->spec.taints, nc->spec.ntaints);
     o->ntaints = nc->spec.ntaints;
-    if (nc->status.allocatable.cpu || nc->status.allocatable.memory) {
-      o->allocatable =
-          carp_prov_quantities(A, &nc->status.allocatable, &o->nallocatable);
-    } else {
+    if (nc->status.allocatable.cpu || nc->status.allocatable.memory)
+      carp_resources_copy(&alloc, &nc->status.allocatable);
+    else
       carp_cluster_claim_shape(c, nc, NULL, &alloc);
-      o->allocatable = carp_prov_quantities(A, &alloc, &o->nallocatable);
-      carp_resources_cleanup(&alloc);
-    }
+    o->allocatable = carp_prov_quantities(A, &alloc, &o->nallocatable);
+    b->targets[k].allocatable = alloc; /* freed with the targets */
     /* Its pods are counted through their nominations (below), as
      * Karpenter counts an in-flight claim's pods; after a restart they are
-     * pending and not nominated, and the solve places them on it again. */
+     * pending and not nominated, and the solve places them on it again.
+     * A Node that joined but is not registered yet may already run a few
+     * (DaemonSet pods that tolerate everything). */
+    if (node) {
+      pr->node_objs[k] = node;
+      alias_slot(b, node->meta.name, k);
+      add_bound_requests(b, k, node->meta.name, 0);
+    }
   }
 }
 
@@ -759,6 +821,24 @@ static int fits(const struct target *t, const struct carp_resources *r)
   return 1;
 }
 
+/* The runaway guard. A pod nominated to a target that is still there and
+ * not going away is headed for it: it counts there and nothing new is
+ * launched for it until the nomination lapses, whether or not the target
+ * can take it yet (a Node may keep a taint, stay NotReady or be slow to
+ * register; the provisioner reports that instead, see
+ * carp_prov_why_waiting). The one exception is a target that filled up
+ * meanwhile: the kube-scheduler binds pods where it likes, so others may
+ * have taken the room this pod was planned into; then it is placed anew. */
+static int headed_slot(struct builder *b, const struct carp_pod *p, size_t *k)
+{
+  const char *target = carp_cluster_nomination(b->c, p->meta.uid);
+  void *slot = target ? carp_map_gets(&b->target_index, target) : NULL;
+  if (!slot)
+    return 0;
+  *k = (uintptr_t)slot - 1;
+  return !b->nodes[*k].deleting && fits(&b->targets[*k], &p->spec->requests);
+}
+
 /* ---- putting it together ---- */
 
 static void add_bound_pods(struct builder *b, int all)
@@ -807,7 +887,7 @@ int carp_prov_problem_build(struct carp_prov_problem *pr,
 {
   struct builder b;
   struct carp_sched_pod *pods;
-  size_t i, npods = 0;
+  size_t i, total, npods = 0;
   int topology = 0;
 
   memset(pr, 0, sizeof(*pr));
@@ -820,27 +900,28 @@ int carp_prov_problem_build(struct carp_prov_problem *pr,
   add_nodes(&b);
   add_claims(&b);
 
-  pods = carp_arena_array(A, in->npending + 1, sizeof(*pods));
-  pr->pods = carp_arena_array(A, in->npending + 1, sizeof(*pr->pods));
-  for (i = 0; i < in->npending; i++) {
-    const struct carp_pod *p = in->pending[i];
-    const char *target = carp_cluster_nomination(c, p->meta.uid);
-    void *slot = target ? carp_map_gets(&b.target_index, target) : NULL;
-    /* Nominated to a live target that still has room for it: it counts
-     * there and is not placed again. The kube-scheduler binds pods where
-     * it likes, so a target may have filled up with others meanwhile;
-     * then the pod is placed anew. */
-    if (slot && fits(&b.targets[(uintptr_t)slot - 1], &p->spec->requests)) {
-      size_t k = (uintptr_t)slot - 1;
+  /* Pending pods first, then those still running on nodes that go. */
+  total = in->npending + b.nmoving;
+  pods = carp_arena_array(A, total + 1, sizeof(*pods));
+  pr->pods = carp_arena_array(A, total + 1, sizeof(*pr->pods));
+  pr->headed = carp_arena_array(A, total + 1, sizeof(*pr->headed));
+  pr->nmoving = b.nmoving;
+  for (i = 0; i < total; i++) {
+    const struct carp_pod *p =
+        i < in->npending ? in->pending[i] : b.moving[i - in->npending];
+    size_t k;
+    if (headed_slot(&b, p, &k)) {
       carp_resources_add(&b.targets[k].requested, &p->spec->requests);
       add_ports(pr, &b.targets[k], p->spec);
-      pr->nominated++;
+      pr->headed[pr->nheaded].pod = p;
+      pr->headed[pr->nheaded++].slot = (uint32_t)k;
       continue;
     }
     pod_of(pr, p, &pods[npods]);
     pr->pods[npods++] = p;
     topology |= has_topology(p->spec);
   }
+  carp_free(b.moving);
   pr->p.pods = pods;
   pr->p.npods = npods;
 
@@ -860,6 +941,73 @@ int carp_prov_problem_build(struct carp_prov_problem *pr,
   pr->p.ignore_preferences = in->ignore_preferences;
   carp_map_free(&b.target_index);
   return 0;
+}
+
+/* ---- why a headed pod waits ---- */
+
+const char *carp_prov_wait_name(enum carp_prov_wait w)
+{
+  switch (w) {
+  case CARP_PROV_WAIT_NOT_REGISTERED:
+    return "not_registered";
+  case CARP_PROV_WAIT_NOT_READY:
+    return "not_ready";
+  case CARP_PROV_WAIT_TAINT:
+    return "taint";
+  case CARP_PROV_WAIT_NONE:
+    break;
+  }
+  return "none";
+}
+
+enum carp_prov_wait carp_prov_why_waiting(const struct carp_prov_problem *pr,
+                                          const struct carp_prov_headed *h,
+                                          struct carp_buf *why)
+{
+  const struct carp_node *n = pr->node_objs[h->slot];
+  const struct carp_podspec *s = h->pod->spec;
+  uint32_t i, k;
+  if (!n)
+    return CARP_PROV_WAIT_NONE;
+  if (pr->node_is_claim[h->slot]) {
+    carp_buf_printf(why,
+                    "node %s has not been registered (its NodePool labels "
+                    "and taints are not on it yet)",
+                    n->meta.name);
+    return CARP_PROV_WAIT_NOT_REGISTERED;
+  }
+  if (n->ready.status != 1) {
+    carp_buf_printf(why, "node %s is not Ready", n->meta.name);
+    return CARP_PROV_WAIT_NOT_READY;
+  }
+  /* The kube-scheduler's rule, with no taint ignored: the solve may count
+   * a taint as passing (not-ready, a startup taint), the scheduler does
+   * not. */
+  for (i = 0; i < n->ntaints; i++) {
+    const struct carp_taint *t = &n->taints[i];
+    struct carp_sched_taint st = {t->key, t->value, effect_of(t->effect)};
+    if (t->effect == CARP_EFFECT_PREFER_NO_SCHEDULE)
+      continue;
+    for (k = 0; k < s->ntolerations; k++) {
+      const struct carp_toleration *tl = &s->tolerations[k];
+      struct carp_sched_toleration sl = {tl->key,
+                                         tl->exists ? CARP_SCHED_TOLERATE_EXISTS
+                                                    : CARP_SCHED_TOLERATE_EQUAL,
+                                         tl->value, effect_of(tl->effect)};
+      if (carp_sched_tolerates(&sl, &st))
+        break;
+    }
+    if (k < s->ntolerations)
+      continue;
+    carp_buf_printf(why,
+                    "node %s has taint %s%s%s:%s, which the pod does not "
+                    "tolerate",
+                    n->meta.name, t->key, t->value && *t->value ? "=" : "",
+                    t->value ? t->value : "",
+                    carp_taint_effect_name(t->effect));
+    return CARP_PROV_WAIT_TAINT;
+  }
+  return CARP_PROV_WAIT_NONE;
 }
 
 void carp_prov_problem_free(struct carp_prov_problem *pr)

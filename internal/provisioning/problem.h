@@ -7,9 +7,26 @@
 #define CARP_PROV_PROBLEM_H
 
 #include "carpenter/arena.h"
+#include "carpenter/buf.h"
 #include "carpenter/cluster.h"
 #include "carpenter/provider.h"
 #include "carpenter/scheduling.h"
+
+/* A pod left out of the solve because it is headed for a target it was
+ * provisioned for (nominated): it counts there instead. */
+struct carp_prov_headed {
+  const struct carp_pod *pod;
+  uint32_t slot; /* index into p.nodes */
+};
+
+/* Why a pod headed for a Node is not binding there. */
+enum carp_prov_wait {
+  CARP_PROV_WAIT_NONE = 0, /* nothing Carpenter can see */
+  CARP_PROV_WAIT_NOT_REGISTERED,
+  CARP_PROV_WAIT_NOT_READY,
+  CARP_PROV_WAIT_TAINT,
+};
+#define CARP_PROV_WAIT_N 4
 
 struct carp_prov_problem {
   struct carp_arena arena;
@@ -18,13 +35,18 @@ struct carp_prov_problem {
   const struct carp_pod **pods;
   const char **node_names; /* the Node's or the in-flight claim's name */
   int *node_is_claim;
+  const struct carp_node **node_objs; /* the Node behind a slot, or NULL */
   const struct carp_nodepool **pools;
   const struct carp_provider_instance_type **types;
   /* Provider answers, one per NodeClass used. */
   struct carp_provider_instance_types *classes;
   size_t nclasses;
-  /* Pods left out because they are nominated to a live target. */
-  size_t nominated;
+  /* Pods counted on the target they are nominated to, not placed again. */
+  struct carp_prov_headed *headed;
+  size_t nheaded;
+  /* Pods still running on nodes being deleted, placed (or headed) ahead of
+   * their eviction; they are among p.pods or headed. */
+  size_t nmoving;
 };
 
 struct carp_prov_input {
@@ -38,6 +60,15 @@ int carp_prov_problem_build(struct carp_prov_problem *pr,
                             struct carp_provider *provider,
                             const struct carp_prov_input *in);
 void carp_prov_problem_free(struct carp_prov_problem *pr);
+
+/* Why the headed pod h cannot bind to the Node behind its slot (the first
+ * reason found), with a sentence for events and logs in why; NONE when
+ * the slot has no Node or nothing is wrong that Carpenter can see. */
+enum carp_prov_wait carp_prov_why_waiting(const struct carp_prov_problem *pr,
+                                          const struct carp_prov_headed *h,
+                                          struct carp_buf *why);
+/* "not_registered", "not_ready", "taint" (metric labels). */
+const char *carp_prov_wait_name(enum carp_prov_wait w);
 
 /* Scheduler quantities (millis) of a resource list. */
 const struct carp_sched_quantity *

@@ -6,7 +6,13 @@
  * Expectations and nominations are recorded when a create is sent, not
  * when it succeeds, so a batch that closes while creates are still in
  * flight already counts them (no double provisioning); a failed create
- * withdraws them and starts another batch. */
+ * withdraws them and starts another batch.
+ *
+ * A nominated pod is not provisioned for again while its nomination lasts
+ * (problem.c's runaway guard). When such a pod has not bound well after
+ * its Node came, the provisioner says why: a Warning event on the pod, a
+ * log line per batch and a gauge. Batches repeat while pods are headed
+ * somewhere, so a lapsed nomination and a late reason are both seen. */
 #include "carpenter/provisioner.h"
 
 #include <stdio.h>
@@ -19,10 +25,19 @@
 #include "carpenter/metrics.h"
 #include "carpenter/rand.h"
 #include "carpenter/timeutil.h"
+#include "fold.h"
 #include "problem.h"
 
-#define RETRY_MS            10000 /* pods left pending: look again */
-#define NOMINATION_TTL_MS   (15 * 60 * 1000)
+#define RETRY_MS 10000 /* pods left pending: look again */
+/* The nomination window: a pod provisioned for is not provisioned for
+ * again before it lapses (Karpenter's registration TTL, so a launch that
+ * never registers frees its pods when its NodeClaim goes). */
+#define NOMINATION_TTL_MS (15 * 60 * 1000)
+/* How long a nominated pod may stay unbound after its Node came before it
+ * is reported: the not-ready taint's monitor period (5 s) plus the
+ * kube-scheduler's longest backoff (10 s), twice over. */
+#define WAIT_GRACE_MS       30000
+#define MAX_LOG_GROUPS      10  /* folded lines per batch and kind */
 #define MAX_OPTIONS         100 /* instance types written on a claim */
 #define MAX_CREATE_ATTEMPTS 3   /* name collisions */
 
@@ -45,6 +60,8 @@ struct carp_provisioner {
   struct carp_metric *m_unschedulable;
   double unschedulable; /* the last batch's count, for m_unschedulable */
   struct carp_metric *m_created;
+  struct carp_metric *m_waiting;
+  double waiting[CARP_PROV_WAIT_N]; /* the last batch's, for m_waiting */
 };
 
 struct create {
@@ -82,6 +99,34 @@ static void capacity_gone(struct carp_objmeta *obj, void *arg)
   struct carp_provisioner *p = arg;
   if (p->active)
     carp_batcher_trigger(p->batcher, NULL);
+}
+
+static int has_disrupted_taint(const struct carp_node *n)
+{
+  uint32_t i;
+  for (i = 0; i < n->ntaints; i++)
+    if (!strcmp(n->taints[i].key, CARP_TAINT_DISRUPTED))
+      return 1;
+  return 0;
+}
+
+/* A node started to go (deleted, or tainted for disruption): its pods
+ * are provisioned for now, before the drain evicts them. */
+static void node_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
+                         void *arg)
+{
+  const struct carp_node *o = (const struct carp_node *)old;
+  const struct carp_node *n = (const struct carp_node *)obj;
+  if ((n->meta.deletion_ms && !o->meta.deletion_ms) ||
+      (has_disrupted_taint(n) && !has_disrupted_taint(o)))
+    capacity_gone(obj, arg);
+}
+
+static void claim_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
+                          void *arg)
+{
+  if (obj->deletion_ms && !old->deletion_ms)
+    capacity_gone(obj, arg);
 }
 
 static void on_retry(uv_timer_t *t)
@@ -335,17 +380,31 @@ static void start_create(struct carp_provisioner *p,
 
 /* ---- the batch ---- */
 
+/* One line per group of pods that share a reason. */
+static void log_folded(enum carp_log_level level, const char *msg,
+                       const struct carp_prov_fold *f)
+{
+  size_t i;
+  for (i = 0; i < f->n && i < MAX_LOG_GROUPS; i++)
+    CARP_LOG(level, "provisioner", msg, CARP_F_UINT("pods", f->groups[i].count),
+             CARP_F_STR("reason", f->groups[i].key),
+             CARP_F_STR("examples", carp_buf_cstr(&f->groups[i].examples)));
+  if (f->n > MAX_LOG_GROUPS)
+    CARP_LOG(level, "provisioner", msg,
+             CARP_F_UINT("moreReasons", f->n - MAX_LOG_GROUPS));
+}
+
 static void report_unschedulable(struct carp_provisioner *p,
                                  struct carp_prov_problem *pr,
                                  const struct carp_sched_result *res)
 {
+  struct carp_prov_fold f;
   size_t i;
+  carp_prov_fold_init(&f);
   for (i = 0; i < res->nunschedulable; i++) {
     const struct carp_sched_unschedulable *u = &res->unschedulable[i];
     const struct carp_pod *pod = pr->pods[u->pod];
-    CARP_LOG_INFO("provisioner", "could not schedule pod",
-                  CARP_F_STR("pod", pod->meta.key),
-                  CARP_F_STR("reason", u->message));
+    carp_prov_fold_add(&f, u->message, pod->meta.key);
     if (p->o.recorder) {
       struct carp_event_target t = carp_event_target_of(&pod->meta, "v1");
       carp_recorder_event(p->o.recorder, &t, CARP_EVENT_WARNING,
@@ -353,6 +412,64 @@ static void report_unschedulable(struct carp_provisioner *p,
                           u->message);
     }
   }
+  log_folded(CARP_LOG_INFO, "could not schedule pods", &f);
+  carp_prov_fold_free(&f);
+}
+
+/* Pods headed for a Node that has not taken them well after it came:
+ * each is told once per nomination (a Warning event naming the node and
+ * what keeps it out), the log gets one line per reason, and the gauge the
+ * count per kind of reason. Returns how long until the next headed pod's
+ * grace ends (0: none pending). */
+static uint64_t report_waiting(struct carp_provisioner *p,
+                               struct carp_prov_problem *pr)
+{
+  struct carp_prov_fold f;
+  struct carp_buf why;
+  int64_t now = carp_time_wall_ms(), next = 0;
+  size_t i;
+  memset(p->waiting, 0, sizeof(p->waiting));
+  carp_prov_fold_init(&f);
+  carp_buf_init(&why, 4096);
+  for (i = 0; i < pr->nheaded; i++) {
+    const struct carp_prov_headed *h = &pr->headed[i];
+    const struct carp_node *node = pr->node_objs[h->slot];
+    struct carp_nomination_info nm;
+    enum carp_prov_wait w;
+    int64_t due;
+    if (!node ||
+        !carp_cluster_nomination_info(p->cluster, h->pod->meta.uid, &nm))
+      continue;
+    due = (node->meta.creation_ms > nm.since_ms ? node->meta.creation_ms
+                                                : nm.since_ms) +
+          WAIT_GRACE_MS;
+    if (due > now) {
+      if (!next || due - now < next)
+        next = due - now;
+      continue;
+    }
+    carp_buf_reset(&why);
+    w = carp_prov_why_waiting(pr, h, &why);
+    if (w == CARP_PROV_WAIT_NONE)
+      continue;
+    p->waiting[w]++;
+    if (!carp_cluster_nomination_report(p->cluster, h->pod->meta.uid))
+      continue;
+    carp_prov_fold_add(&f, carp_buf_cstr(&why), h->pod->meta.key);
+    if (p->o.recorder) {
+      struct carp_event_target t = carp_event_target_of(&h->pod->meta, "v1");
+      carp_recorder_event(
+          p->o.recorder, &t, CARP_EVENT_WARNING, "WaitingForNode",
+          "Pod was provisioned for and waits for node %s: %s; no other "
+          "capacity is launched for it for %lld s",
+          node->meta.name, carp_buf_cstr(&why),
+          (long long)((nm.until_ms - now) / 1000));
+    }
+  }
+  log_folded(CARP_LOG_WARN, "pods provisioned for are not binding", &f);
+  carp_prov_fold_free(&f);
+  carp_buf_free(&why);
+  return (uint64_t)next;
 }
 
 static size_t collect_pending(struct carp_provisioner *p,
@@ -408,7 +525,7 @@ static void on_batch(size_t triggers, void *arg)
   struct carp_prov_input in;
   struct carp_sched_result *res = NULL;
   const struct carp_pod **pending = NULL;
-  uint64_t start;
+  uint64_t start, again = 0, wait_next;
   size_t npending, i;
   int rc;
 
@@ -420,44 +537,54 @@ static void on_batch(size_t triggers, void *arg)
   }
   npending = collect_pending(p, &pending);
   carp_metric_set(p->m_queue, CARP_VALUES("provisioner"), (double)npending);
-  if (!npending) {
-    p->unschedulable = 0;
-    carp_free(pending);
-    return;
-  }
   start = carp_time_mono_ms();
   memset(&in, 0, sizeof(in));
   in.pending = pending;
   in.npending = npending;
   in.ignore_preferences = p->o.ignore_preferences;
   carp_prov_problem_build(&pr, p->cluster, p->provider, &in);
+  wait_next = report_waiting(p, &pr);
+  if (!pr.p.npods) {
+    /* Nothing to place: every pod is headed somewhere (or none waits). */
+    p->unschedulable = 0;
+    if (pr.nheaded)
+      again = wait_next && wait_next < RETRY_MS ? wait_next : RETRY_MS;
+    goto done;
+  }
   rc = carp_sched_solve(&pr.p, &res);
   carp_metric_observe(p->m_duration, CARP_VALUES("provisioner"),
                       (double)(carp_time_mono_ms() - start) / 1000.0);
   if (rc) {
     CARP_LOG_ERROR("provisioner", "scheduling simulation failed",
                    CARP_F_ERR(rc));
-    carp_prov_problem_free(&pr);
-    carp_free(pending);
-    uv_timer_start(&p->retry, on_retry, RETRY_MS, 0);
-    return;
+    again = RETRY_MS;
+    goto done;
   }
-  CARP_LOG_INFO("provisioner", "computed new nodeclaim(s) to fit pod(s)",
-                CARP_F_UINT("pods", pr.p.npods),
-                CARP_F_UINT("nominatedBefore", pr.nominated),
-                CARP_F_UINT("nodeclaims", res->nclaims),
-                CARP_F_UINT("unschedulable", res->nunschedulable),
-                CARP_F_UINT("triggers", triggers),
-                CARP_F_DURATION("took", carp_time_mono_ms() - start));
+  CARP_LOG(res->nclaims ? CARP_LOG_INFO : CARP_LOG_DEBUG, "provisioner",
+           "computed new nodeclaim(s) to fit pod(s)",
+           CARP_F_UINT("pods", pr.p.npods),
+           CARP_F_UINT("nominatedBefore", pr.nheaded),
+           CARP_F_UINT("onDeletingNodes", pr.nmoving),
+           CARP_F_UINT("nodeclaims", res->nclaims),
+           CARP_F_UINT("unschedulable", res->nunschedulable),
+           CARP_F_UINT("triggers", triggers),
+           CARP_F_DURATION("took", carp_time_mono_ms() - start));
   nominate_existing(p, &pr, res);
   for (i = 0; i < res->nclaims; i++)
     start_create(p, &pr, res, &res->claims[i]);
   report_unschedulable(p, &pr, res);
   p->unschedulable = (double)res->nunschedulable;
   /* Pods that fit nowhere are tried again later (capacity may free up,
-   * limits may change) without waiting for a pod event. */
-  if (res->nunschedulable)
-    uv_timer_start(&p->retry, on_retry, RETRY_MS, 0);
+   * limits may change) without waiting for a pod event; so are pods
+   * headed somewhere, whose nomination may lapse or whose node may need
+   * reporting. */
+  if (res->nunschedulable || pr.nheaded || res->nclaims)
+    again = RETRY_MS;
+  if (wait_next && (!again || wait_next < again))
+    again = wait_next;
+done:
+  if (again)
+    uv_timer_start(&p->retry, on_retry, again, 0);
   carp_sched_result_free(res);
   carp_prov_problem_free(&pr);
   carp_free(pending);
@@ -471,6 +598,15 @@ static void stream_unschedulable(struct carp_metric_writer *w, void *arg)
   carp_metric_writer_sample(w, CARP_VALUES("provisioner"), p->unschedulable);
 }
 
+static void stream_waiting(struct carp_metric_writer *w, void *arg)
+{
+  struct carp_provisioner *p = arg;
+  int i;
+  for (i = 1; i < CARP_PROV_WAIT_N; i++)
+    carp_metric_writer_sample(w, CARP_VALUES(carp_prov_wait_name(i)),
+                              p->waiting[i]);
+}
+
 int carp_provisioner_new(uv_loop_t *loop, struct carp_cluster *cluster,
                          struct carp_kube *kube, struct carp_provider *provider,
                          const struct carp_provisioner_options *o,
@@ -479,7 +615,10 @@ int carp_provisioner_new(uv_loop_t *loop, struct carp_cluster *cluster,
   struct carp_provisioner *p;
   struct carp_informer_handlers ph = {.on_add = pod_changed,
                                       .on_update = pod_updated};
-  struct carp_informer_handlers gone = {.on_delete = capacity_gone};
+  struct carp_informer_handlers nodes = {.on_update = node_updated,
+                                         .on_delete = capacity_gone};
+  struct carp_informer_handlers claims = {.on_update = claim_updated,
+                                          .on_delete = capacity_gone};
   int rc;
   if (!loop || !cluster || !kube || !provider || !o || !out)
     return CARP_EINVAL;
@@ -498,10 +637,11 @@ int carp_provisioner_new(uv_loop_t *loop, struct carp_cluster *cluster,
   uv_timer_init(loop, &p->retry);
   p->retry.data = p;
   ph.arg = p;
-  gone.arg = p;
+  nodes.arg = p;
+  claims.arg = p;
   carp_informer_add_handlers(cluster->pods, &ph);
-  carp_informer_add_handlers(cluster->nodeclaims, &gone);
-  carp_informer_add_handlers(cluster->nodes, &gone);
+  carp_informer_add_handlers(cluster->nodeclaims, &claims);
+  carp_informer_add_handlers(cluster->nodes, &nodes);
   if (o->metrics) {
     p->m_duration = carp_metrics_histogram(
         o->metrics, "karpenter_scheduler_scheduling_duration_seconds",
@@ -524,6 +664,13 @@ int carp_provisioner_new(uv_loop_t *loop, struct carp_cluster *cluster,
         "Number of nodeclaims created in total by Karpenter. Labeled by "
         "reason the nodeclaim was created and the owning nodepool.",
         CARP_LABELS("reason", "nodepool", "min_values_relaxed"));
+    p->m_waiting = carp_metrics_stream(
+        o->metrics, "carpenter_provisioner_pods_waiting_for_node",
+        "Pods provisioned for that have not bound to their node well after "
+        "it came, by what keeps them out (not_registered, not_ready, "
+        "taint). No new capacity is launched for them until their "
+        "nomination lapses.",
+        CARP_METRIC_GAUGE, CARP_LABELS("reason"), stream_waiting, p);
   }
   *out = p;
   return 0;
@@ -545,6 +692,8 @@ void carp_provisioner_free(struct carp_provisioner *p)
     return;
   if (p->m_unschedulable)
     carp_metric_stream_detach(p->m_unschedulable);
+  if (p->m_waiting)
+    carp_metric_stream_detach(p->m_waiting);
   carp_free(p);
 }
 

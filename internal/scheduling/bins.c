@@ -184,9 +184,14 @@ int sched_bins_setup(struct sched_solver *s)
         sched_rbuild_label(&s->rc, &s->rb, s->rc.k_hostname,
                            sched_intern(&s->rc.in, n->name));
       b->rset = sched_rbuild_intern(&s->rc, &s->rb);
+      /* The kubelet's and the node lifecycle controller's taints go away
+       * by themselves on a node Carpenter launched, initialized or not
+       * (a real cluster keeps not-ready for a monitor period after the
+       * node is Ready): a pod headed there is not given another node. */
       b->taintset = sched_taintset(
           s, n->taints, n->ntaints, np ? np->startup_taints : NULL,
-          np && !n->initialized ? np->nstartup_taints : 0, !n->initialized);
+          np && !n->initialized ? np->nstartup_taints : 0,
+          !n->initialized || n->nodepool);
       b->alloc = sched_zalloc(&s->arena, R * sizeof(int64_t));
       sched_vec_add(s, b->alloc, n->allocatable, n->nallocatable, 1);
       sched_vec_add(s, b->used, n->requested, n->nrequested, 1);

@@ -8,9 +8,11 @@
  *
  * Nodes and NodePools carry taint lists; distinct lists are interned as
  * "taint sets" so a pod group checks each set once. Taints Carpenter knows
- * will go away are dropped from the set: karpenter.sh/unregistered always,
- * and on nodes not yet initialized the NodePool's startup taints and the
- * kubelet's ephemeral ones (not-ready, unreachable, ...). */
+ * will go away are dropped from the set, as Karpenter does:
+ * karpenter.sh/unregistered always, the ephemeral ones the kubelet and the
+ * node lifecycle controller set (not-ready, unreachable, ...) on nodes
+ * Carpenter launched and on nodes not yet initialized, and the NodePool's
+ * startup taints until the node is initialized. */
 #include <string.h>
 
 #include "carpenter/alloc.h"

@@ -31,7 +31,9 @@ struct expect {
 struct nomination {
   char *uid;
   const char *target; /* interned */
+  int64_t since_ms;
   int64_t until_ms;
+  int reported; /* told the pod it is waiting */
 };
 
 struct book {
@@ -240,7 +242,8 @@ void carp_cluster_nominate(struct carp_cluster *c, const char *pod_uid,
   n = CARP_NEW(struct nomination);
   n->uid = carp_strdup(pod_uid);
   n->target = carp_interns(target);
-  n->until_ms = now_ms() + (int64_t)ttl_ms;
+  n->since_ms = now_ms();
+  n->until_ms = n->since_ms + (int64_t)ttl_ms;
   carp_map_puts(&b->nominations, n->uid, n);
   target_count(b, n->target, +1);
 }
@@ -250,6 +253,28 @@ const char *carp_cluster_nomination(const struct carp_cluster *c,
 {
   struct nomination *n = carp_map_gets(&book_of(c)->nominations, pod_uid);
   return n && n->until_ms > now_ms() ? n->target : NULL;
+}
+
+int carp_cluster_nomination_info(const struct carp_cluster *c,
+                                 const char *pod_uid,
+                                 struct carp_nomination_info *out)
+{
+  struct nomination *n = carp_map_gets(&book_of(c)->nominations, pod_uid);
+  if (!n || n->until_ms <= now_ms())
+    return 0;
+  out->target = n->target;
+  out->since_ms = n->since_ms;
+  out->until_ms = n->until_ms;
+  return 1;
+}
+
+int carp_cluster_nomination_report(struct carp_cluster *c, const char *pod_uid)
+{
+  struct nomination *n = carp_map_gets(&book_of(c)->nominations, pod_uid);
+  if (!n || n->until_ms <= now_ms() || n->reported)
+    return 0;
+  n->reported = 1;
+  return 1;
 }
 
 int carp_cluster_is_nominated(const struct carp_cluster *c, const char *target)
