@@ -17,6 +17,7 @@
 
 #include "carpenter/alloc.h"
 #include "carpenter/api.h"
+#include "carpenter/apicheck.h"
 #include "carpenter/cluster.h"
 #include "carpenter/disruption.h"
 #include "carpenter/error.h"
@@ -25,7 +26,6 @@
 #include "carpenter/health.h"
 #include "carpenter/http.h"
 #include "carpenter/informer.h"
-#include "carpenter/json.h"
 #include "carpenter/kube.h"
 #include "carpenter/kubeconfig.h"
 #include "carpenter/leader.h"
@@ -43,7 +43,6 @@
 #include "carpenter/version.h"
 
 #define SHUTDOWN_DEADLINE_MS 5000
-#define CRD_CHECK_MS         10000
 #define MAX_INFORMERS        8
 
 struct app {
@@ -52,7 +51,6 @@ struct app {
   uv_signal_t sigterm;
   uv_signal_t sigint;
   uv_timer_t deadline;
-  uv_timer_t crd_timer;
   struct carp_metrics *metrics;
   struct carp_health *health;
   struct carp_server *metrics_server;
@@ -76,8 +74,7 @@ struct app {
   char identity[320]; /* this replica: hostname_random */
   char user_agent[400];
   struct carp_recorder *recorder;
-  int crds_present;
-  int crd_check_busy;
+  struct carp_apicheck *apicheck;
   int stopping;
   int exit_code;
   int config_error;        /* exit 2 */
@@ -150,6 +147,11 @@ static void on_controller_closed(void *arg)
     a->closing_users++;
     carp_recorder_close(a->recorder, on_user_closed, a);
   }
+  if (a->apicheck) {
+    a->closing_users++;
+    carp_apicheck_close(a->apicheck, on_user_closed, a);
+    a->apicheck = NULL;
+  }
   on_user_closed(a);
 }
 
@@ -161,7 +163,6 @@ static void app_stop(struct app *a, int exit_code)
   a->exit_code = exit_code;
   uv_timer_start(&a->deadline, on_deadline, SHUTDOWN_DEADLINE_MS, 0);
   uv_unref((uv_handle_t *)&a->deadline);
-  uv_timer_stop(&a->crd_timer);
 
   /* Phase 1: controllers stop acting and finish what is in flight. */
   a->closing_controllers = 1;
@@ -207,7 +208,6 @@ static void app_stop(struct app *a, int exit_code)
   uv_close((uv_handle_t *)&a->sigterm, NULL);
   uv_close((uv_handle_t *)&a->sigint, NULL);
   uv_close((uv_handle_t *)&a->deadline, NULL);
-  uv_close((uv_handle_t *)&a->crd_timer, NULL);
 }
 
 static void on_signal(uv_signal_t *s, int signum)
@@ -231,53 +231,25 @@ static int check_synced(void *arg, struct carp_buf *why)
   return ok;
 }
 
+/* The checker is gone once shutdown closes it; /readyz may still ask. */
+static int check_kubernetes(void *arg, struct carp_buf *why)
+{
+  struct app *a = arg;
+  if (!a->apicheck) {
+    carp_buf_puts(why, a->stopping ? "stopping" : "not started");
+    return 0;
+  }
+  return carp_apicheck_server_ready(a->apicheck, why);
+}
+
 static int check_crds(void *arg, struct carp_buf *why)
 {
   struct app *a = arg;
-  if (!a->crds_present)
-    carp_buf_puts(why, "the karpenter.sh/v1 NodePool and NodeClaim CRDs "
-                       "are not installed");
-  return a->crds_present;
-}
-
-static int has_resource(yajl_val body, const char *name)
-{
-  yajl_val list = carp_json_arr(body, "resources", NULL);
-  size_t i;
-  for (i = 0; list && i < list->u.array.len; i++) {
-    const char *n = carp_json_str(list->u.array.values[i], "name", NULL);
-    if (n && !strcmp(n, name))
-      return 1;
+  if (!a->apicheck) {
+    carp_buf_puts(why, a->stopping ? "stopping" : "not started");
+    return 0;
   }
-  return 0;
-}
-
-static void on_crd_discovery(const struct carp_kube_result *res, void *arg)
-{
-  struct app *a = arg;
-  int present = !res->err && has_resource(res->body, "nodepools") &&
-                has_resource(res->body, "nodeclaims");
-  a->crd_check_busy = 0;
-  if (present != a->crds_present)
-    CARP_LOG_INFO("main",
-                  present ? "karpenter.sh/v1 CRDs found"
-                          : "karpenter.sh/v1 CRDs not found",
-                  CARP_F_ERR(res->err));
-  a->crds_present = present;
-}
-
-static void on_crd_timer(uv_timer_t *t)
-{
-  struct app *a = t->data;
-  struct carp_kube_request r;
-  if (a->stopping || a->crd_check_busy || !a->kube)
-    return;
-  memset(&r, 0, sizeof(r));
-  r.method = "GET";
-  r.path = "/apis/karpenter.sh/v1";
-  a->crd_check_busy = 1;
-  if (carp_kube_call(a->kube, &r, on_crd_discovery, a, NULL))
-    a->crd_check_busy = 0;
+  return carp_apicheck_crds_ready(a->apicheck, why);
 }
 
 /* ---- leadership ---- */
@@ -558,7 +530,13 @@ static int start_kube(struct app *a)
   if (rc)
     return rc;
 
-  uv_timer_start(&a->crd_timer, on_crd_timer, 0, CRD_CHECK_MS);
+  {
+    struct carp_apicheck_options co = {.need_leases = a->opts->leader_elect};
+    rc = carp_apicheck_new(&a->loop, a->kube, &co, &a->apicheck);
+    if (rc)
+      return rc;
+    carp_apicheck_start(a->apicheck);
+  }
 
   if (!a->opts->leader_elect) {
     CARP_LOG_INFO("main", "leader election disabled: acting as the only "
@@ -602,14 +580,13 @@ static int app_init(struct app *a)
   a->metrics = carp_metrics_new();
   carp_metrics_register_process(a->metrics);
   a->health = carp_health_new();
-  carp_health_add_check(a->health, "informers-synced", check_synced, a);
+  carp_health_add_check(a->health, "kubernetes", check_kubernetes, a);
   carp_health_add_check(a->health, "crds", check_crds, a);
+  carp_health_add_check(a->health, "informers-synced", check_synced, a);
 
   uv_signal_init(&a->loop, &a->sigterm);
   uv_signal_init(&a->loop, &a->sigint);
   uv_timer_init(&a->loop, &a->deadline);
-  uv_timer_init(&a->loop, &a->crd_timer);
-  a->crd_timer.data = a;
   a->sigterm.data = a->sigint.data = a;
   rc = uv_signal_start(&a->sigterm, on_signal, SIGTERM);
   if (!rc)

@@ -62,6 +62,44 @@ class FlagsTest(unittest.TestCase):
         self.assertEqual(status, 503)
         self.assertIn("[-]crds failed", body)
 
+    def test_old_or_incomplete_server_is_named_and_not_ready(self):
+        """Kubernetes 1.20 (as recorded: no policy/v1) and a current
+        server without policy/v1: one ERROR naming what is missing, once
+        (the check repeats every 10 s), and /readyz failing with it."""
+        crds = []
+        for c in CRDS:
+            crds += ["--crds", c]
+        cases = [(("--server-version", "1.20.2", "--omit-api", "policy/v1"),
+                  "Kubernetes v1.20.2 is older than 1.25, the oldest "
+                  "Carpenter supports; the server does not serve policy/v1 "
+                  "Eviction (pods/eviction) (Kubernetes 1.22), policy/v1 "
+                  "poddisruptionbudgets (Kubernetes 1.21)"),
+                 (("--omit-api", "policy/v1"),
+                  "the server does not serve policy/v1 Eviction "
+                  "(pods/eviction) (Kubernetes 1.22), policy/v1 "
+                  "poddisruptionbudgets (Kubernetes 1.21)")]
+        runs = []
+        for args, problem in cases:
+            sim = KubeSim(*crds, *args)
+            self.addCleanup(sim.stop)
+            c = Carpenter("--kubeconfig", sim.kubeconfig,
+                          "--leader-elect=false", "--metrics-port=0",
+                          "--health-probe-port=0")
+            self.addCleanup(c.stop, signal.SIGKILL)
+            runs.append((c, problem))
+        time.sleep(11)  # a second round of checks
+        for c, problem in runs:
+            errors = [r for r in c.records() if r.get("level") == "ERROR"]
+            self.assertEqual(len(errors), 1, "\n".join(c.lines))
+            self.assertEqual(errors[0]["message"], "the Kubernetes API server "
+                             "lacks what Carpenter needs; not ready")
+            self.assertEqual(errors[0]["problem"], problem)
+            base = "http://127.0.0.1:%d" % c.port("health")
+            status, _, body = http_get(base + "/readyz?verbose")
+            self.assertEqual(status, 503)
+            self.assertIn("[-]kubernetes failed: " + problem + "\n", body)
+            self.assertIn("[+]crds ok", body)
+
     def test_bad_values_exit_2_naming_the_flag(self):
         for args, env, want in [
                 (["--metrics-port", "http"], None, "--metrics-port"),
