@@ -51,11 +51,14 @@ static void put_taint(struct carp_jw *w, const struct carp_taint *t)
 
 /* ---- status writes ---- */
 
+/* Writes one condition (and status.nodeName); cb ends the reconcile once
+ * the write is answered (NULL: the usual carp__lc_after_write). */
 static void set_condition(struct carp_lifecycle *l,
                           const struct carp_nodeclaim *nc, const char *key,
                           const char *type, enum carp_cond_status status,
                           const char *reason, const char *message,
-                          const char *node_name, uint64_t idle_requeue_ms)
+                          const char *node_name, uint64_t idle_requeue_ms,
+                          carp_lc_write_cb cb)
 {
   struct carp_nodeclaim_status st;
   int changed;
@@ -74,7 +77,7 @@ static void set_condition(struct carp_lifecycle *l,
                                   : CARP_RECONCILE_DONE,
                   idle_requeue_ms);
   } else if (carp__lc_write_status(l, nc, &st, NULL, key,
-                                   carp__lc_after_write)) {
+                                   cb ? cb : carp__lc_after_write)) {
     carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
   }
   carp_nodeclaim_status_cleanup(&st);
@@ -82,29 +85,66 @@ static void set_condition(struct carp_lifecycle *l,
 
 /* ---- registration ---- */
 
+/* The transitions are told (log line, event, metric) when the status
+ * write that makes them succeeds: that happens once, because every status
+ * write carries the resourceVersion it was computed from, while the steps
+ * before it may run again from a cache that has not caught up. */
+static void on_registered_written(struct carp_lifecycle *l, const char *key,
+                                  const struct carp_kube_result *res)
+{
+  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(l->cluster, key);
+  const char *node = carp_json_str(res->body, "status", "nodeName", NULL);
+  if (!res->err && nc) {
+    const char *pool = carp_nodeclaim_nodepool(nc);
+    const char *zone =
+        carp_kvset_get(nc->meta.labels, "topology.kubernetes.io/zone");
+    carp_metric_add(l->m_nodes_created,
+                    CARP_VALUES(pool ? pool : "", zone ? zone : ""), 1);
+    CARP_LOG_INFO("lifecycle", "registered nodeclaim",
+                  CARP_F_STR("nodeclaim", nc->meta.name),
+                  CARP_F_STR("node", node ? node : ""));
+    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Registered",
+                   "Status condition transitioned, Type: Registered, Status: "
+                   "True, Node: %s",
+                   node ? node : "");
+  }
+  carp__lc_after_write(l, key, res);
+}
+
+static void on_initialized_written(struct carp_lifecycle *l, const char *key,
+                                   const struct carp_kube_result *res)
+{
+  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(l->cluster, key);
+  if (!res->err && nc) {
+    CARP_LOG_INFO(
+        "lifecycle", "initialized nodeclaim",
+        CARP_F_STR("nodeclaim", nc->meta.name),
+        CARP_F_STR("node", nc->status.node_name ? nc->status.node_name : ""));
+    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Initialized",
+                   "Status condition transitioned, Type: Initialized, "
+                   "Status: True");
+  }
+  carp__lc_after_write(l, key, res);
+}
+
+static void set_registered(struct carp_lifecycle *l,
+                           const struct carp_nodeclaim *nc, const char *key,
+                           const char *node)
+{
+  set_condition(l, nc, key, CARP_COND_REGISTERED, CARP_COND_TRUE, "Registered",
+                "", node, 0, on_registered_written);
+}
+
 static void on_node_synced(struct carp_lifecycle *l, const char *key,
                            const struct carp_kube_result *res)
 {
   const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(l->cluster, key);
   const char *node = carp_json_str(res->body, "metadata", "name", NULL);
-  const char *pool, *zone;
   if (res->err || !nc || !node) {
     carp__lc_after_write(l, key, res);
     return;
   }
-  pool = carp_nodeclaim_nodepool(nc);
-  zone = carp_kvset_get(nc->meta.labels, "topology.kubernetes.io/zone");
-  carp_metric_add(l->m_nodes_created,
-                  CARP_VALUES(pool ? pool : "", zone ? zone : ""), 1);
-  CARP_LOG_INFO("lifecycle", "registered nodeclaim",
-                CARP_F_STR("nodeclaim", nc->meta.name),
-                CARP_F_STR("node", node));
-  carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Registered",
-                 "Status condition transitioned, Type: Registered, Status: "
-                 "True, Node: %s",
-                 node);
-  set_condition(l, nc, key, CARP_COND_REGISTERED, CARP_COND_TRUE, "Registered",
-                "", node, 0);
+  set_registered(l, nc, key, node);
 }
 
 static void sync_node(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
@@ -234,15 +274,8 @@ static void on_node_initialized(struct carp_lifecycle *l, const char *key,
     carp__lc_after_write(l, key, res);
     return;
   }
-  CARP_LOG_INFO(
-      "lifecycle", "initialized nodeclaim",
-      CARP_F_STR("nodeclaim", nc->meta.name),
-      CARP_F_STR("node", nc->status.node_name ? nc->status.node_name : ""));
-  carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Initialized",
-                 "Status condition transitioned, Type: Initialized, Status: "
-                 "True");
   set_condition(l, nc, key, CARP_COND_INITIALIZED, CARP_COND_TRUE,
-                "Initialized", "", NULL, 0);
+                "Initialized", "", NULL, 0, on_initialized_written);
 }
 
 static void initialize(struct carp_lifecycle *l,
@@ -253,7 +286,7 @@ static void initialize(struct carp_lifecycle *l,
   char body[512];
   if (node->ready.status != 1) {
     set_condition(l, nc, key, CARP_COND_INITIALIZED, CARP_COND_UNKNOWN,
-                  "NodeNotReady", "Node status is NotReady", NULL, 10000);
+                  "NodeNotReady", "Node status is NotReady", NULL, 10000, NULL);
     return;
   }
   for (i = 0; i < nc->spec.nstartup_taints; i++) {
@@ -263,7 +296,7 @@ static void initialize(struct carp_lifecycle *l,
       snprintf(msg, sizeof(msg), "StartupTaint \"%s\" still exists",
                nc->spec.startup_taints[i].key);
       set_condition(l, nc, key, CARP_COND_INITIALIZED, CARP_COND_UNKNOWN,
-                    "StartupTaintsExist", msg, NULL, 10000);
+                    "StartupTaintsExist", msg, NULL, 10000, NULL);
       return;
     }
   }
@@ -336,14 +369,24 @@ void carp__lc_register(struct carp_lifecycle *l,
       return;
     }
     /* Look again when the timeout would pass (Node events come sooner). */
-    set_condition(l, nc, key, CARP_COND_REGISTERED, CARP_COND_UNKNOWN,
-                  "NodeNotFound", "Node not registered with cluster", NULL,
-                  (uint64_t)((int64_t)l->o.registration_timeout_ms - waited) +
-                      100);
+    set_condition(
+        l, nc, key, CARP_COND_REGISTERED, CARP_COND_UNKNOWN, "NodeNotFound",
+        "Node not registered with cluster", NULL,
+        (uint64_t)((int64_t)l->o.registration_timeout_ms - waited) + 100, NULL);
     return;
   }
   if (!registered) {
-    sync_node(l, nc, node, key);
+    /* Synced already (our patch is in the cache, the status write is
+     * not, or a previous leader stopped in between): only the status is
+     * left. Syncing again would patch a Node that is fine and take the
+     * missing karpenter.sh/unregistered taint for a kubelet that never
+     * set it. */
+    if (carp_kvset_has(node->meta.labels, CARP_LABEL_REGISTERED) &&
+        !has_taint(node->taints, node->ntaints, CARP_TAINT_UNREGISTERED,
+                   CARP_EFFECT_ANY))
+      set_registered(l, nc, key, node->meta.name);
+    else
+      sync_node(l, nc, node, key);
     return;
   }
   if (!carp_conditions_is_true(&nc->status.conditions, CARP_COND_INITIALIZED)) {

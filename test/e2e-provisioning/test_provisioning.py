@@ -64,6 +64,16 @@ class ProvisioningTest(unittest.TestCase):
         print("scale-up of 6 pods took %.1f s" % took)
         self.assertFalse([r for r in c.records()
                           if r.get("level") == "ERROR"])
+        # One line per transition (a status write that lost to a stale
+        # cache told it twice), no warning for a node that is fine.
+        for nc in claims:
+            for msg in ("registered nodeclaim", "initialized nodeclaim"):
+                self.assertEqual(len([r for r in c.records()
+                                      if r.get("message") == msg and
+                                      r.get("nodeclaim") ==
+                                      nc["metadata"]["name"]]), 1, msg)
+        self.assertFalse([e for e in env.get("events") if e.get("reason") ==
+                          "UnregisteredTaintMissing"])
 
     def test_packs_onto_in_flight_claim(self):
         # Slow VMs: the first claim is still booting when more pods come.
