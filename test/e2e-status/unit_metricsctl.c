@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "../unit/cache_testlib.h"
+
 #include "carpenter/alloc.h"
 #include "carpenter/api.h"
 #include "carpenter/cluster.h"
@@ -35,23 +37,6 @@ struct env {
   struct carp_metricsctl *mctl;
   int closed;
 };
-
-static void put(struct carp_informer *inf, const struct carp_kind *kind,
-                const char *json)
-{
-  yajl_val v = NULL;
-  struct carp_objmeta *m = NULL, *old;
-  char *err = NULL;
-  if (carp_json_parse(json, strlen(json), &v, &err) ||
-      kind->decode(v, &m, &err)) {
-    fprintf(stderr, "decode: %s\n%s\n", err ? err : "?", json);
-    fail();
-  }
-  carp_json_free(v);
-  old = carp_store_put(carp_informer_store(inf), m);
-  if (old)
-    carp_obj_unref(old);
-}
 
 static void env_open(struct env *e)
 {
@@ -116,7 +101,7 @@ static void put_node(struct env *e, const char *name, const char *pool,
            "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}",
            name, name, pool ? "\"karpenter.sh/nodepool\":\"" : "",
            pool ? pool : "", pool ? "\"," : "", zone, name);
-  put(e->cluster->nodes, &carp_kind_node, json);
+  cache_put(e->cluster->nodes, &carp_kind_node, json);
 }
 
 static void put_pod(struct env *e, const char *ns, const char *name,
@@ -143,7 +128,7 @@ static void put_pod(struct env *e, const char *ns, const char *name,
            "{\"type\":\"Ready\",\"status\":\"%s\"}]}}",
            name, ns, ns, name, owner ? owner : name, ownerfield, nodefield, cpu,
            node ? "Running" : "Pending", ready ? "True" : "False");
-  put(e->cluster->pods, &carp_kind_pod, json);
+  cache_put(e->cluster->pods, &carp_kind_pod, json);
 }
 
 static const char *render(struct env *e, struct carp_buf *b)
@@ -173,7 +158,8 @@ static void test_metrics(void **state)
   put_pod(&e, "default", "web-2", "n1", "ReplicaSet", "web-abc", "1500m", 1);
   put_pod(&e, "kube-system", "ds-1", "n1", "DaemonSet", "agent", "100m", 1);
   put_pod(&e, "default", "pending", NULL, NULL, NULL, "1", 0);
-  put(e.cluster->nodepools, &carp_kind_nodepool,
+  cache_put(
+      e.cluster->nodepools, &carp_kind_nodepool,
       "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\","
       "\"metadata\":{\"name\":\"default\",\"uid\":\"p1\","
       "\"resourceVersion\":\"1\"},"

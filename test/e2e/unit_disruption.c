@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "../../internal/disruption/disruption_int.h"
+#include "../unit/cache_testlib.h"
 #include "carpenter/alloc.h"
 #include "carpenter/api.h"
 #include "carpenter/cluster.h"
@@ -34,30 +35,6 @@ struct env {
   struct carp_metrics *metrics;
   int64_t now;
 };
-
-static struct carp_objmeta *decode(const struct carp_kind *kind,
-                                   const char *json)
-{
-  yajl_val v = NULL;
-  struct carp_objmeta *m = NULL;
-  char *err = NULL;
-  if (carp_json_parse(json, strlen(json), &v, &err) ||
-      kind->decode(v, &m, &err)) {
-    fprintf(stderr, "decode: %s\n%s\n", err ? err : "?", json);
-    fail();
-  }
-  carp_json_free(v);
-  return m;
-}
-
-static void put(struct carp_informer *inf, const struct carp_kind *kind,
-                const char *json)
-{
-  struct carp_objmeta *old =
-      carp_store_put(carp_informer_store(inf), decode(kind, json));
-  if (old)
-    carp_obj_unref(old);
-}
 
 static void del(struct carp_informer *inf, const char *key)
 {
@@ -102,7 +79,7 @@ static struct carp_pod *pod(const char *owner, const char *extra_meta,
                             const char *extra_spec, const char *phase)
 {
   char *json = pod_json("p", "n1", owner, extra_meta, extra_spec, phase);
-  struct carp_pod *p = (struct carp_pod *)decode(&carp_kind_pod, json);
+  struct carp_pod *p = (struct carp_pod *)cache_decode(&carp_kind_pod, json);
   carp_free(json);
   return p;
 }
@@ -111,7 +88,7 @@ static void put_pod(struct env *e, const char *name, const char *node,
                     const char *owner, const char *extra_meta)
 {
   char *json = pod_json(name, node, owner, extra_meta, NULL, NULL);
-  put(e->cluster->pods, &carp_kind_pod, json);
+  cache_put(e->cluster->pods, &carp_kind_pod, json);
   carp_free(json);
 }
 
@@ -128,7 +105,7 @@ static void put_pool(struct env *e, const char *name, const char *after,
            "\"consolidationPolicy\":\"WhenEmpty\",\"consolidateAfter\":\"%s\","
            "\"budgets\":[{\"nodes\":\"%s\"}]}}}",
            name, name, after, budget);
-  put(e->cluster->nodepools, &carp_kind_nodepool, json);
+  cache_put(e->cluster->nodepools, &carp_kind_nodepool, json);
 }
 
 /* A NodeClaim initialized `age_ms` ago with its Node (Ready or not). */
@@ -154,7 +131,7 @@ static void put_claim(struct env *e, const char *name, const char *pool,
            "{\"type\":\"Initialized\",\"status\":\"True\",\"reason\":"
            "\"Initialized\",\"message\":\"\",\"lastTransitionTime\":\"%s\"}]}}",
            name, name, when, pool, name, name, when, when, when);
-  put(e->cluster->nodeclaims, &carp_kind_nodeclaim, json);
+  cache_put(e->cluster->nodeclaims, &carp_kind_nodeclaim, json);
   snprintf(json, sizeof(json),
            "{\"metadata\":{\"name\":\"%s\",\"uid\":\"un-%s\","
            "\"resourceVersion\":\"1\",\"labels\":{\"karpenter.sh/nodepool\":"
@@ -163,7 +140,7 @@ static void put_claim(struct env *e, const char *name, const char *pool,
            "\"%s\"}]}}",
            name, name, pool, node_ann ? node_ann : "", name,
            ready ? "True" : "False");
-  put(e->cluster->nodes, &carp_kind_node, json);
+  cache_put(e->cluster->nodes, &carp_kind_node, json);
 }
 
 static int env_open(void **state)

@@ -26,6 +26,7 @@
 
 #include "../../internal/provisioning/fold.h"
 #include "../../internal/provisioning/problem.h"
+#include "cache_testlib.h"
 #include "carpenter/alloc.h"
 #include "carpenter/api.h"
 #include "carpenter/cluster.h"
@@ -49,41 +50,19 @@ struct env {
   struct carp_sched_result *res;
 };
 
-static struct carp_objmeta *decode(const struct carp_kind *kind,
-                                   const char *json)
-{
-  yajl_val v = NULL;
-  struct carp_objmeta *m = NULL;
-  char *err = NULL;
-  if (carp_json_parse(json, strlen(json), &v, &err) ||
-      kind->decode(v, &m, &err)) {
-    fprintf(stderr, "decode: %s\n%s\n", err ? err : "?", json);
-    fail();
-  }
-  carp_json_free(v);
-  return m;
-}
-
-static void put(struct carp_informer *inf, const struct carp_kind *kind,
-                const char *json)
-{
-  struct carp_objmeta *old =
-      carp_store_put(carp_informer_store(inf), decode(kind, json));
-  if (old)
-    carp_obj_unref(old);
-}
-
 #define READY_STATUS                                                           \
   "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\","       \
   "\"reason\":\"Ready\",\"message\":\"\",\"lastTransitionTime\":\"" T0 "\"}]}"
 
 static void put_pool_and_class(struct env *e)
 {
-  put(e->cluster->nodeclasses, &carp_kind_proxmoxnodeclass,
-      "{\"metadata\":{\"name\":\"default\",\"uid\":\"u-class\","
-      "\"resourceVersion\":\"1\",\"generation\":1},"
-      "\"spec\":{\"template\":{\"name\":\"k3s-agent\"}}," READY_STATUS "}");
-  put(e->cluster->nodepools, &carp_kind_nodepool,
+  cache_put(e->cluster->nodeclasses, &carp_kind_proxmoxnodeclass,
+            "{\"metadata\":{\"name\":\"default\",\"uid\":\"u-class\","
+            "\"resourceVersion\":\"1\",\"generation\":1},"
+            "\"spec\":{\"template\":{\"name\":\"k3s-agent\"}}," READY_STATUS
+            "}");
+  cache_put(
+      e->cluster->nodepools, &carp_kind_nodepool,
       "{\"metadata\":{\"name\":\"default\",\"uid\":\"u-pool\","
       "\"resourceVersion\":\"1\",\"generation\":1},"
       "\"spec\":{\"template\":{\"spec\":{\"nodeClassRef\":{\"group\":"
@@ -115,7 +94,7 @@ static void put_claim(struct env *e, const char *name, int deleting)
            name, name,
            deleting ? "\"deletionTimestamp\":\"2026-11-22T10:05:00Z\"," : "",
            name);
-  put(e->cluster->nodeclaims, &carp_kind_nodeclaim, json);
+  cache_put(e->cluster->nodeclaims, &carp_kind_nodeclaim, json);
 }
 
 /* The claim's Node. registered: Carpenter synced it (labels, the
@@ -152,7 +131,7 @@ static void put_node(struct env *e, const char *name, const char *claim,
                         "\"carpenter.dev/proxmoxnodeclass\":\"default\""
                       : "",
            claim, taints, when);
-  put(e->cluster->nodes, &carp_kind_node, json);
+  cache_put(e->cluster->nodes, &carp_kind_node, json);
 }
 
 /* A pod of 1 CPU: pending (node NULL) or bound; owner "ReplicaSet",
@@ -181,7 +160,7 @@ static const struct carp_pod *put_pod(struct env *e, const char *name,
            node ? ""
                 : ",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":"
                   "\"False\",\"reason\":\"Unschedulable\"}]");
-  put(e->cluster->pods, &carp_kind_pod, json);
+  cache_put(e->cluster->pods, &carp_kind_pod, json);
   snprintf(key, sizeof(key), "default/%s", name);
   return (const struct carp_pod *)carp_store_get(
       carp_informer_store(e->cluster->pods), key);
