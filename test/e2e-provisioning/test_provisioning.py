@@ -101,7 +101,7 @@ class ProvisioningTest(unittest.TestCase):
         env.apply(nodepool("preferred", weight=100, limits={"cpu": "8"}))
         env.apply(nodepool("fallback", weight=10,
                            limits={"cpu": "24", "nodes": "6"}))
-        start_carpenter(self, env, "--leader-elect=false")
+        c = start_carpenter(self, env, "--leader-elect=false")
         peak = {"preferred": 0, "fallback": 0, "nodes": 0}
         stop = threading.Event()
 
@@ -152,6 +152,14 @@ class ProvisioningTest(unittest.TestCase):
                    if p.get("status", {}).get("phase") == "Pending"]
         self.assertTrue(pending, "the limits should leave pods pending")
         check_vm_invariants(self, env)
+        # The pods over the limits are logged folded: a line per reason and
+        # batch with a count and a few names, not a line per pod.
+        folded = [r for r in c.records()
+                  if r.get("message") == "could not schedule pods"]
+        self.assertTrue(folded)
+        self.assertGreaterEqual(max(r["pods"] for r in folded), len(pending))
+        self.assertLessEqual(len(folded), 40)
+        self.assertEqual(len(folded[-1]["examples"].split(", ")), 3)
 
     def test_taints_tolerations_and_selectors(self):
         env = self.env()
