@@ -8,7 +8,10 @@
   Warning event naming the node and the taint (plus a log line and a
   gauge);
 - a node being deleted with pods a PodDisruptionBudget keeps from being
-  evicted: their new home is provisioned while they still run there.
+  evicted: their new home is provisioned while they still run there;
+- a slow API server: a new Node stays for seconds with the kubelet's raw
+  labels before Carpenter's registration patch lands; no NodeClaim is
+  added meanwhile (issue 20.5 saw 4 VMs for 3 pods).
 
 (An old or incomplete API server: test/integration/test_binary.py.)"""
 import json
@@ -146,6 +149,29 @@ class RealClusterTest(unittest.TestCase):
                and re.search(new[0]["metadata"]["name"], e["message"])]
         self.assertEqual({e["involvedObject"]["name"] for e in evs},
                          {p["metadata"]["name"] for p in held})
+
+    def test_slow_registration_adds_no_nodeclaim(self):
+        # Every write to a single Node (Carpenter's registration patch,
+        # the initialized label) waits 10 s: the Node is there, unsynced.
+        env = self.env("--fault-delay-ms", "10000",
+                       "--fault-match", "^/api/v1/nodes/[^/]+$")
+        c = start_carpenter(self, env, "--leader-elect=false")
+        env.apply(deployment("slow", 3, cpu="250m", memory="256Mi"))
+        def unsynced():
+            ids = {nc.get("status", {}).get("providerID")
+                   for nc in nodeclaims(env)} - {None}
+            return [n for n in env.get("nodes")
+                    if n["spec"].get("providerID") in ids and
+                    "karpenter.sh/registered" not in
+                    n["metadata"].get("labels", {})]
+        wait_until(unsynced, 90, what="the claim's Node, not registered yet")
+        time.sleep(1)  # Carpenter's caches have both
+        # A batch while it is so: one more small pod fits the same claim.
+        env.apply(deployment("late", 1, cpu="250m", memory="256Mi"))
+        wait_running(env, "slow", 3, timeout=150)
+        wait_running(env, "late", 1, timeout=60)
+        self.assertEqual(len(created_claims(c)), 1, created_claims(c))
+        self.assertEqual(len(check_vm_invariants(self, env)), 1)
 
 
 if __name__ == "__main__":
