@@ -17,6 +17,7 @@
 import json
 import os
 import re
+import shutil
 import sys
 import time
 import unittest
@@ -43,6 +44,8 @@ def created_claims(c):
 class RealClusterTest(unittest.TestCase):
     def env(self, *kube_args):
         e = Env(kube_args=kube_args)
+        # Cleanups run last first: the simulators stop, then their files go.
+        self.addCleanup(shutil.rmtree, e.workdir, ignore_errors=True)
         self.addCleanup(e.stop)
         e.apply(NODECLASS)
         e.apply(nodepool())

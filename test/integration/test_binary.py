@@ -81,6 +81,7 @@ class FlagsTest(unittest.TestCase):
         runs = []
         for args, problem in cases:
             sim = KubeSim(*crds, *args)
+            self.addCleanup(shutil.rmtree, sim.workdir, ignore_errors=True)
             self.addCleanup(sim.stop)
             c = Carpenter("--kubeconfig", sim.kubeconfig,
                           "--leader-elect=false", "--metrics-port=0",
