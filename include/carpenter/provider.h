@@ -38,6 +38,8 @@
 
 #include <uv.h>
 
+struct carp_clock;
+
 #include "carpenter/api_types.h"
 
 struct carp_metrics;
@@ -332,6 +334,7 @@ struct carp_fake_provider_options {
   uint64_t create_delay_ms; /* each async call takes this long */
   uint64_t delete_delay_ms;
   uint64_t get_delay_ms;
+  struct carp_clock *clock; /* optional: the delays' clock (a fake one) */
 };
 
 int carp_fake_provider_new(uv_loop_t *loop,
