@@ -108,6 +108,7 @@ struct carp_controller {
   int timers_open;
   struct carp_timer *timers[CARP_CONTROLLER_MAX_TIMERS];
   size_t ntimers;
+  struct carp_timer resync;
   struct carp_controller_watch watches[CARP_CONTROLLER_MAX_WATCHES];
   size_t nwatches;
   void (*close_cb)(void *arg);
@@ -150,6 +151,10 @@ int64_t carp_controller_now(const struct carp_controller *c); /* wall ms */
 uint64_t carp_controller_mono(const struct carp_controller *c);
 /* A timer on the controller's clock, closed by carp_controller_close. */
 void carp_controller_timer(struct carp_controller *c, struct carp_timer *t);
+/* Runs the `activated` callback again every period_ms while leading, so
+ * that what no event announces (time passing, a provider's view) is
+ * looked at again (client-go's resync). */
+void carp_controller_resync(struct carp_controller *c, uint64_t period_ms);
 
 /* ---- holding: asynchronous work whose callback uses the controller ---- */
 void carp_controller_hold(struct carp_controller *c);

@@ -183,6 +183,20 @@ void carp_controller_timer(struct carp_controller *c, struct carp_timer *t)
   c->timers[c->ntimers++] = t;
 }
 
+static void on_resync(struct carp_timer *t)
+{
+  struct carp_controller *c =
+      carp_container_of(t, struct carp_controller, resync);
+  if (carp_controller_acting(c) && c->def->activated)
+    c->def->activated(c);
+}
+
+void carp_controller_resync(struct carp_controller *c, uint64_t period_ms)
+{
+  carp_controller_timer(c, &c->resync);
+  carp_timer_start(&c->resync, on_resync, period_ms, period_ms);
+}
+
 /* ---- events ---- */
 
 void carp_controller_event(struct carp_controller *c,
