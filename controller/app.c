@@ -67,7 +67,6 @@ struct app {
   struct carp_provisioner *provisioner;
   struct carp_lifecycle *lifecycle;
   struct carp_termination *termination;
-  struct carp_disruption *disruption;
   struct carp_clock *clock;
   struct carp_controller_env env; /* what every controller gets */
   struct carp_controller *ctls[MAX_CONTROLLERS]; /* on the skeleton */
@@ -184,10 +183,6 @@ static void app_stop(struct app *a, int exit_code)
     a->closing_controllers++;
     carp_termination_close(a->termination, on_controller_closed, a);
   }
-  if (a->disruption) {
-    a->closing_controllers++;
-    carp_disruption_close(a->disruption, on_controller_closed, a);
-  }
   for (i = 0; i < a->nctls; i++) {
     a->closing_controllers++;
     carp_controller_close(a->ctls[i], on_controller_closed, a);
@@ -282,8 +277,6 @@ static void set_disruption_active(struct app *a)
 {
   if (a->termination)
     carp_termination_set_active(a->termination, 1);
-  if (a->disruption)
-    carp_disruption_set_active(a->disruption, 1);
 }
 
 static void set_controllers_active(struct app *a)
@@ -447,13 +440,14 @@ static int start_disruption(struct app *a)
   if (rc)
     return rc;
   memset(&dopt, 0, sizeof(dopt));
-  dopt.recorder = a->recorder;
-  dopt.metrics = a->metrics;
   dopt.poll_interval_ms = (uint64_t)a->opts->disruption_poll_ms;
   dopt.validation_delay_ms = (uint64_t)a->opts->disruption_validation_ms;
-  rc =
-      carp_disruption_new(&a->loop, a->cluster, a->kube, &dopt, &a->disruption);
-  if (rc)
+  if ((rc = add_controller(
+           a, carp_disruption_new(&a->env, &dopt, &a->ctls[a->nctls]))) ||
+      (rc = add_controller(a,
+                           carp_expiration_new(&a->env, &a->ctls[a->nctls]))) ||
+      (rc = add_controller(
+           a, carp_disruption_conditions_new(&a->env, &a->ctls[a->nctls]))))
     return rc;
   memset(&go, 0, sizeof(go));
   go.interval_ms = (uint64_t)a->opts->gc_interval_ms;
@@ -546,6 +540,7 @@ static int start_kube(struct app *a)
   rc = carp_cluster_new(&a->loop, a->kube, a->metrics, &a->cluster);
   if (rc)
     return rc;
+  carp_cluster_set_clock(a->cluster, a->clock);
   memset(&ro, 0, sizeof(ro));
   ro.metrics = a->metrics;
   ro.instance = a->identity;

@@ -362,6 +362,9 @@ int carp_fake_provider_add_instance(struct carp_provider *p, const char *name,
                                     const char *zone, char *out, size_t size);
 /* Number of instances, and calls per method so far. */
 size_t carp_fake_provider_count(struct carp_provider *p);
+/* One of its instance types by name, or NULL. */
+const struct carp_fake_instance_type *
+carp_fake_provider_type(struct carp_provider *p, const char *name);
 size_t carp_fake_provider_calls(struct carp_provider *p, const char *method);
 
 #endif

@@ -824,7 +824,8 @@ int carp_prov_problem_build(struct carp_prov_problem *pr,
   pr->pods = carp_arena_array(A, in->npending + 1, sizeof(*pr->pods));
   for (i = 0; i < in->npending; i++) {
     const struct carp_pod *p = in->pending[i];
-    const char *target = carp_cluster_nomination(c, p->meta.uid);
+    const char *target =
+        in->ignore_nominations ? NULL : carp_cluster_nomination(c, p->meta.uid);
     void *slot = target ? carp_map_gets(&b.target_index, target) : NULL;
     /* Nominated to a live target that still has room for it: it counts
      * there and is not placed again. The kube-scheduler binds pods where

@@ -31,6 +31,9 @@ struct carp_prov_input {
   const struct carp_pod *const *pending; /* pods to place */
   size_t npending;
   int ignore_preferences;
+  /* Place every pod given, nominated or not (consolidation moves pods
+   * that are bound already). */
+  int ignore_nominations;
 };
 
 int carp_prov_problem_build(struct carp_prov_problem *pr,

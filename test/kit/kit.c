@@ -55,6 +55,7 @@ void kit_init(struct kit *k, const struct kit_options *o)
   assert_int_equal(carp_recorder_new(&k->loop, k->kube, &ro, &k->recorder), 0);
   assert_int_equal(carp_cluster_new(&k->loop, k->kube, k->metrics, &k->cluster),
                    0);
+  carp_cluster_set_clock(k->cluster, k->clock);
   memset(&po, 0, sizeof(po));
   if (o && o->provider)
     po = *o->provider;
@@ -141,10 +142,23 @@ static void run_until_zero(struct kit *k, int *n)
   assert_int_equal(*n, 0);
 }
 
+/* KIT_DEBUG=1 prints every write the test made the server take. */
+void kit_dump(struct kit *k)
+{
+  const struct carp_kubemem_write *w;
+  size_t n = carp_kubemem_writes(k->api, &w), i;
+  for (i = 0; i < n; i++)
+    fprintf(stderr, "kit: +%llds %s %s -> %ld %.400s\n",
+            (long long)((w[i].at_ms - KIT_EPOCH_MS) / 1000), w[i].method,
+            w[i].path, w[i].status, w[i].body);
+}
+
 void kit_close(struct kit *k)
 {
   size_t i;
   int n;
+  if (getenv("KIT_DEBUG"))
+    kit_dump(k);
   kit_settle(k);
   n = (int)k->nctls;
   for (i = 0; i < k->nctls; i++)
@@ -362,7 +376,7 @@ void kit_nodeclass(struct kit *k, const char *name)
             "{apiVersion: carpenter.dev/v1alpha1, kind: ProxmoxNodeClass,"
             " metadata: {name: %s},"
             " spec: {template: {name: k3s-agent, scope: PerHost},"
-            "  instanceTypes: {families: [{name: c1}]}},"
+            "  instanceTypes: {families: [{name: c1, memoryPerCPU: 2Gi}]}},"
             " status: {conditions: [{type: Ready, status: 'True',"
             "  reason: Ready, message: '', lastTransitionTime: '%s'}]}}",
             name, ts);
@@ -384,35 +398,31 @@ void kit_nodepool(struct kit *k, const char *name, const char *extra_spec)
             extra_spec ? extra_spec : "", ts);
 }
 
-void kit_node(struct kit *k, const char *name, const char *pool,
-              const char *type)
+void kit_node_up(struct kit *k, const char *name, const char *pool,
+                 const char *type)
 {
-  char ts[CARP_RFC3339_LEN], pid[128];
+  const struct carp_fake_instance_type *it =
+      carp_fake_provider_type(k->provider, type);
+  char ts[CARP_RFC3339_LEN], pid[128], res[160];
   const char *uid;
+  assert_non_null(it);
+  snprintf(res, sizeof(res), "{cpu: '%d', memory: '%lldMi', pods: '110'}",
+           (int)it->cpu, (long long)(it->memory >> 20));
   carp_time_format_rfc3339(carp_clock_wall_ms(k->clock), 0, ts);
-  kit_apply(k,
-            "{apiVersion: karpenter.sh/v1, kind: NodeClaim, metadata: {name: "
-            "%s,"
-            "  labels: {karpenter.sh/nodepool: %s, "
-            "node.kubernetes.io/instance-type: %s,"
-            "   karpenter.sh/capacity-type: on-demand, "
-            "topology.kubernetes.io/zone: zone-a,"
-            "   karpenter.sh/registered: 'true', karpenter.sh/initialized: "
-            "'true'},"
-            "  finalizers: [karpenter.sh/termination]},"
-            " spec: {nodeClassRef: {group: carpenter.dev, kind: "
-            "ProxmoxNodeClass,"
-            "  name: default}, requirements: []}}",
-            name, pool, type);
   uid = kit_str(k, "NodeClaim", name, "metadata", "uid", NULL);
   assert_non_null(uid);
   assert_int_equal(carp_fake_provider_add_instance(k->provider, name, uid, type,
                                                    "zone-a", pid, sizeof(pid)),
                    0);
   kit_patch(k, "NodeClaim", name,
-            "{status: {providerID: '%s', nodeName: %s, imageID: template,"
-            " capacity: {cpu: '4', memory: 8Gi, pods: '110'},"
-            " allocatable: {cpu: '4', memory: 8Gi, pods: '110'},"
+            "{metadata: {labels: {karpenter.sh/nodepool: %s,"
+            "   node.kubernetes.io/instance-type: %s,"
+            "   karpenter.sh/capacity-type: on-demand,"
+            "   topology.kubernetes.io/zone: zone-a,"
+            "   karpenter.sh/registered: 'true', karpenter.sh/initialized: "
+            "'true'}},"
+            " status: {providerID: '%s', nodeName: %s, imageID: template,"
+            " capacity: %s, allocatable: %s,"
             " conditions: ["
             " {type: Launched, status: 'True', reason: Launched, message: '',"
             "  lastTransitionTime: '%s'},"
@@ -424,7 +434,7 @@ void kit_node(struct kit *k, const char *name, const char *pool,
             "  lastTransitionTime: '%s'},"
             " {type: Ready, status: 'True', reason: Ready, message: '',"
             "  lastTransitionTime: '%s'}]}}",
-            pid, name, ts, ts, ts, ts);
+            pool, type, pid, name, res, res, ts, ts, ts, ts);
   kit_apply(k,
             "{apiVersion: v1, kind: Node, metadata: {name: %s,"
             "  labels: {karpenter.sh/nodepool: %s, "
@@ -435,12 +445,25 @@ void kit_node(struct kit *k, const char *name, const char *pool,
             "   karpenter.sh/initialized: 'true'},"
             "  finalizers: [karpenter.sh/termination]},"
             " spec: {providerID: '%s'},"
-            " status: {capacity: {cpu: '4', memory: 8Gi, pods: '110'},"
-            "  allocatable: {cpu: '4', memory: 8Gi, pods: '110'},"
+            " status: {capacity: %s, allocatable: %s,"
             "  conditions: [{type: Ready, status: 'True', reason: KubeletReady,"
             "   message: '', lastTransitionTime: '%s', lastHeartbeatTime: "
             "'%s'}]}}",
-            name, pool, type, name, pid, ts, ts);
+            name, pool, type, name, pid, res, res, ts, ts);
+}
+
+void kit_node(struct kit *k, const char *name, const char *pool,
+              const char *type)
+{
+  kit_apply(k,
+            "{apiVersion: karpenter.sh/v1, kind: NodeClaim, metadata: {name: "
+            "%s, labels: {karpenter.sh/nodepool: %s},"
+            "  finalizers: [karpenter.sh/termination]},"
+            " spec: {nodeClassRef: {group: carpenter.dev, kind: "
+            "ProxmoxNodeClass,"
+            "  name: default}, requirements: []}}",
+            name, pool);
+  kit_node_up(k, name, pool, type);
 }
 
 void kit_pod(struct kit *k, const char *ns, const char *name, const char *node,

@@ -97,6 +97,9 @@ size_t kit_writes(struct kit *k, const char *method, const char *path_part);
 /* Events recorded with this reason (on any object). */
 size_t kit_events(struct kit *k, const char *reason);
 double kit_metric(struct kit *k, const char *name, const char *const *values);
+/* Prints every write so far to stderr (also at close when KIT_DEBUG is
+ * set). */
+void kit_dump(struct kit *k);
 
 /* Ready-made objects (YAML), for tests to extend. */
 /* A NodePool "name" of the ProxmoxNodeClass "default" with extra spec
@@ -107,6 +110,11 @@ void kit_nodeclass(struct kit *k, const char *name);
  * VM in the fake provider; created at the current fake time. */
 void kit_node(struct kit *k, const char *name, const char *pool,
               const char *type);
+/* Does what the lifecycle controller and the kubelet would for an
+ * existing NodeClaim: launched as type, registered, initialized, with its
+ * Ready Node and VM. */
+void kit_node_up(struct kit *k, const char *name, const char *pool,
+                 const char *type);
 /* A running pod bound to node (NULL: pending), requesting cpu millicores,
  * with extra metadata members (YAML flow, or ""). */
 void kit_pod(struct kit *k, const char *ns, const char *name, const char *node,

@@ -821,6 +821,17 @@ int carp_fake_provider_add_instance(struct carp_provider *p, const char *name,
   return 0;
 }
 
+const struct carp_fake_instance_type *
+carp_fake_provider_type(struct carp_provider *p, const char *name)
+{
+  struct fake *f = F(p);
+  size_t i;
+  for (i = 0; i < f->ntypes; i++)
+    if (!strcmp(f->types[i].name, name))
+      return &f->types[i];
+  return NULL;
+}
+
 size_t carp_fake_provider_count(struct carp_provider *p)
 {
   struct fake *f = F(p);
