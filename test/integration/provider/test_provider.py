@@ -40,15 +40,6 @@ PER_HOST = ("k3s:8990@pve1", "k3s:9000@pve1", "k3s:9010@pve2", "k3s:9020@pve3")
 LATENCY = collections.defaultdict(list)
 
 
-def apidata_path():
-    for cand in (os.environ.get("PVE_APIDATA"),
-                 os.path.join(ROOT, "..", "shared", "pve", "apidata.js"),
-                 "/work/shared/pve/apidata.js"):
-        if cand and os.path.exists(cand):
-            return cand
-    raise RuntimeError("apidata.js not found")
-
-
 def nodeclass(**spec):
     base = {
         "template": {"name": "k3s"},
@@ -656,7 +647,7 @@ def main():
         print(__doc__)
         sys.exit(2)
     DRIVER = sys.argv.pop(1)
-    SCHEMA = Schema(apidata_path())
+    SCHEMA = Schema()
     prog = unittest.main(verbosity=2, exit=False)
     if LATENCY:
         print("\nlatency on pve-sim (clone 0.2 s, start 0.1 s, stop 0.1 s, destroy 0.1 s):")
