@@ -88,9 +88,37 @@ _PARAM_FORCE = {"name": "force", "in": "query", "description": "Force is going t
                 "schema": {"type": "boolean", "uniqueItems": True}}
 
 
-_NO_SPEC = {"Event", "ConfigMap", "Secret", "ServiceAccount", "Endpoints", "ClusterRole", "Role",
-            "ClusterRoleBinding", "RoleBinding", "PriorityClass", "StorageClass", "ControllerRevision",
-            "RuntimeClass", "PodTemplate", "LimitRange"}
+# Top-level fields of the built-in kinds that have no spec, with their types
+# (None: free-form).  kubectl before 1.25 validates manifests itself against
+# /openapi/v2 and refuses a field its schema lacks (a Secret's stringData).
+_S, _I, _B = "string", "integer", "boolean"
+_TOP_FIELDS = {
+    ("", "Event"): {"involvedObject": None, "reason": _S, "message": _S, "source": None, "firstTimestamp": _S,
+                    "lastTimestamp": _S, "count": _I, "type": _S, "eventTime": _S, "series": None, "action": _S,
+                    "related": None, "reportingComponent": _S, "reportingInstance": _S},
+    ("events.k8s.io", "Event"): {"eventTime": _S, "series": None, "reportingController": _S,
+                                 "reportingInstance": _S, "action": _S, "reason": _S, "regarding": None,
+                                 "related": None, "note": _S, "type": _S, "deprecatedSource": None,
+                                 "deprecatedFirstTimestamp": _S, "deprecatedLastTimestamp": _S,
+                                 "deprecatedCount": _I},
+    ("", "ConfigMap"): {"data": None, "binaryData": None, "immutable": _B},
+    ("", "Secret"): {"data": None, "stringData": None, "type": _S, "immutable": _B},
+    ("", "ServiceAccount"): {"secrets": None, "imagePullSecrets": None, "automountServiceAccountToken": _B},
+    ("", "Endpoints"): {"subsets": None},
+    ("", "PodTemplate"): {"template": None},
+    ("rbac.authorization.k8s.io", "ClusterRole"): {"rules": None, "aggregationRule": None},
+    ("rbac.authorization.k8s.io", "Role"): {"rules": None},
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): {"subjects": None, "roleRef": None},
+    ("rbac.authorization.k8s.io", "RoleBinding"): {"subjects": None, "roleRef": None},
+    ("scheduling.k8s.io", "PriorityClass"): {"value": _I, "globalDefault": _B, "description": _S,
+                                             "preemptionPolicy": _S},
+    ("storage.k8s.io", "StorageClass"): {"provisioner": _S, "parameters": None, "reclaimPolicy": _S,
+                                         "mountOptions": None, "allowVolumeExpansion": _B,
+                                         "volumeBindingMode": _S, "allowedTopologies": None},
+    ("apps", "ControllerRevision"): {"data": None, "revision": _I},
+    ("node.k8s.io", "RuntimeClass"): {"handler": _S, "overhead": None, "scheduling": None},
+    ("", "Binding"): {"target": None},
+}
 
 
 def schema_name(rt, kind=None):
@@ -124,9 +152,12 @@ def _kind_schema(rt):
     else:
         s = {"description": _DESCRIPTIONS.get(rt.kind, "%s is a Kubernetes %s object." % (rt.kind, rt.kind)),
              "type": "object", "properties": dict(base_props)}
-        if rt.kind not in _NO_SPEC:
+        top = _TOP_FIELDS.get((rt.group, rt.kind))
+        if top is None:
             s["properties"]["spec"] = {"description": "Specification of the desired behavior of the %s." % rt.kind,
                                        "type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        for name, typ in (top or {}).items():
+            s["properties"][name] = {"type": typ} if typ else {"x-kubernetes-preserve-unknown-fields": True}
         if "status" in rt.subresources:
             s["properties"]["status"] = {"description": "Most recently observed status of the %s." % rt.kind,
                                          "type": "object", "x-kubernetes-preserve-unknown-fields": True}
