@@ -6,20 +6,29 @@ CARP_DEBS=(build-essential cmake pkg-config git python3 openssl curl
   libuv1-dev libcurl4-openssl-dev libyajl-dev libyaml-dev libssl-dev
   libcmocka-dev libhttp-parser-dev prometheus clang-format)
 
-carp_install_deps() {
+# carp_install_debs PACKAGE...: installs those of the packages that are
+# missing (apt-get, with sudo when not root).
+carp_install_debs() {
   local missing=() p
-  for p in "${CARP_DEBS[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
       missing+=("$p")
   done
-  # kubectl is not a Debian package; it must already be on the machine.
-  command -v kubectl >/dev/null || echo "warning: kubectl not found; simulator tests that use it will fail" >&2
   [ ${#missing[@]} -eq 0 ] && return 0
   echo "installing: ${missing[*]}" >&2
   local sudo=()
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# carp_install_deps: everything the build, the tests and the demo need. A
+# kubectl already on the PATH is kept; without one, Debian's
+# kubernetes-client (kubectl 1.20) is installed.
+carp_install_deps() {
+  local debs=("${CARP_DEBS[@]}")
+  command -v kubectl >/dev/null || debs+=(kubernetes-client)
+  carp_install_debs "${debs[@]}"
 }
 
 # carp_build DIR [cmake args...]
