@@ -4,6 +4,7 @@ import argparse
 import os
 import random
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -155,7 +156,9 @@ def main(argv=None):
     sim.add_token(opts.token_id, secret, privs)
     sim.add_token(opts.noperm_token_id, noperm_secret, [])
 
+    # a temporary certificate folder of our own goes when we stop
     cert_dir = opts.cert_dir or tempfile.mkdtemp(prefix="pve-sim-")
+    own_cert_dir = cert_dir if not opts.cert_dir else None
     os.makedirs(cert_dir, exist_ok=True)
     cert, key = tls.make_cert(cert_dir)
     fp = tls.fingerprint(cert)
@@ -197,4 +200,6 @@ def main(argv=None):
     finally:
         if guests:
             guests.shutdown()
+        if own_cert_dir:
+            shutil.rmtree(own_cert_dir, ignore_errors=True)
     return 0

@@ -20,7 +20,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import traceback
 
@@ -28,6 +27,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import crdcheck as cc  # noqa: E402
 
 SRC = cc.SOURCE_DIR
+sys.path.insert(0, os.path.join(SRC, "test", "tools"))
+import scratch  # noqa: E402
 RESULTS = {"passed": 0, "failed": 0, "skipped": 0}
 
 
@@ -302,7 +303,7 @@ def offline():
 
 class KubeSim:
     def __init__(self):
-        self.dir = tempfile.mkdtemp(prefix="carp-crds-")
+        self.dir = scratch.mkdtemp("carp-crds-")
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
         self.proc = None
         self.url = None

@@ -11,7 +11,6 @@ import signal
 import ssl
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -30,6 +29,8 @@ _SHARED = os.path.abspath(os.path.join(ROOT, "..", "shared", "kube"))
 RECORDINGS = os.environ.get("KUBE_RECORDINGS") or (_SHARED if os.path.isdir(_SHARED)
                                                     else os.path.join(HERE, "recordings"))
 sys.path.insert(0, os.path.join(ROOT, "hack"))
+sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
+import scratch  # noqa: E402
 
 
 _kubectl_minor = None
@@ -64,7 +65,7 @@ class Sim:
     """A running kube-sim."""
 
     def __init__(self, *args, tls=True, crds=True, workdir=None, port=0, env=None):
-        self.dir = workdir or tempfile.mkdtemp(prefix="kube-sim-test-")
+        self.dir = workdir or scratch.mkdtemp("kube-sim-test-")
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
         self.cache_dir = os.path.join(self.dir, "kubectl-cache")
         self.args = list(args)

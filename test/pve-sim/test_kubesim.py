@@ -8,11 +8,10 @@ import json
 import os
 import re
 import subprocess
-import tempfile
 import time
 import unittest
 
-from simtest import KUBESIM, Sim, main, wait_until
+from simtest import KUBESIM, Sim, main, scratch, wait_until
 
 
 def kube_sim_cmd(tmp):
@@ -42,7 +41,7 @@ def kube_sim_cmd(tmp):
 class KubeSim(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.mkdtemp(prefix="pve-kube-")
+        cls.tmp = scratch.mkdtemp("pve-kube-")
         cmd, cls.kubeconfig = kube_sim_cmd(cls.tmp)
         if cmd is None:
             raise unittest.SkipTest("hack/kube-sim --help shows no kubeconfig output flag")

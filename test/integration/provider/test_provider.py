@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 import urllib.parse
@@ -28,6 +27,7 @@ sys.path.insert(0, os.path.join(ROOT, "test", "pve-sim"))
 sys.path.insert(0, os.path.join(ROOT, "hack"))
 
 import simtest  # noqa: E402
+import scratch  # noqa: E402  (test/tools: on the path since simtest)
 from pvesim.schema import Schema  # noqa: E402
 
 DRIVER = None
@@ -68,7 +68,7 @@ class ProviderCase(unittest.TestCase):
     def setUpClass(cls):
         cls.sim = simtest.Sim(*(SIM_FAST + list(cls.sim_args)), fast=False,
                               templates=cls.templates, hosts=cls.hosts)
-        cls.dir = tempfile.mkdtemp(prefix="carp-provider-")
+        cls.dir = scratch.mkdtemp("carp-provider-")
 
     @classmethod
     def tearDownClass(cls):
