@@ -412,7 +412,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if media is None:
                 raise E.not_acceptable()
             body, ctype, etag = sim.openapi.swagger_v2_bytes(media)
-            self._send(200, body, ctype, {"Etag": etag, "Vary": "Accept"})
+            self._send(200, body, ctype, {"Etag": etag, "Vary": ["Accept-Encoding", "Accept"],
+                                          "X-Varied-Accept": self.headers.get("Accept") or ""})
             return
         if path == "/metrics":
             self._send(200, sim.metrics_text().encode(), "text/plain; version=0.0.4; charset=utf-8")
