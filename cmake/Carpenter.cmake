@@ -47,6 +47,10 @@ function(carp_unit_test name)
     ENVIRONMENT "CARP_SOURCE_DIR=${CMAKE_SOURCE_DIR};CARP_BUILD_DIR=${CMAKE_BINARY_DIR}")
 endfunction()
 
+# Where the tests find Debian 12's kubectl 1.20 (fixture debian_kubectl,
+# test/CMakeLists.txt).
+set(CARP_DEBIAN_KUBECTL ${CMAKE_BINARY_DIR}/debian-kubectl/usr/bin/kubectl)
+
 # carp_script_test(NAME COMMAND cmd... TIMEOUT seconds LABELS l
 #                  [ENV VAR=value...] [FIXTURES fixture...])
 # FIXTURES names fixtures the test needs (ctest runs their setup first).
