@@ -3,9 +3,9 @@
 # again on an AddressSanitizer + UndefinedBehaviorSanitizer build.
 #   hack/test.sh            everything
 #   hack/test.sh -R regex   only the ctest tests matching regex (both builds)
-# It fails when a test leaves a file behind: under $TMPDIR (a folder of the
-# run's own) or in /tmp. On a machine whose /tmp others write to at the same
-# time, CARP_TMP_SHARED=1 reports new /tmp entries without failing on them.
+# It fails when a test leaves a file behind under $TMPDIR (a folder of the
+# run's own). New entries in /tmp itself are listed; they fail the run on CI
+# (CI set) or with CARP_TMP_STRICT=1, where no one else writes to /tmp.
 set -euo pipefail
 CARP_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$CARP_ROOT/hack/lib/deps.sh"
@@ -31,13 +31,25 @@ check_tmp() {
     [ $code -ne 0 ] || code=1
   fi
   rm -rf "$run_tmp"
-  left=$(ls -A "$tmp_root" | sort | comm -13 "$tmp_before" - |
-    grep -vxF -e "$(basename "$run_tmp")" -e "$(basename "$tmp_before")" || true)
+  new_in_tmp() {
+    ls -A "$tmp_root" | sort | comm -13 "$tmp_before" - |
+      grep -vxF -e "$(basename "$run_tmp")" -e "$(basename "$tmp_before")" || true
+  }
+  left=$(new_in_tmp)
+  if [ -n "$left" ]; then
+    # what others' running tests make comes and goes; a leftover stays
+    sleep 5
+    left=$(new_in_tmp | grep -xF "$left" || true)
+  fi
   rm -f "$tmp_before"
   if [ -n "$left" ]; then
-    echo "== new in $tmp_root since the tests started (ignoring \$TMPDIR, or another user's):" >&2
+    echo "== new in $tmp_root since the tests started (a test ignoring \$TMPDIR, or another user's):" >&2
     echo "$left" | sed 's/^/   /' >&2
-    [ $code -ne 0 ] || [ -n "${CARP_TMP_SHARED:-}" ] || code=1
+    if [ -n "${CARP_TMP_STRICT:-${CI:-}}" ]; then
+      [ $code -ne 0 ] || code=1
+    else
+      echo "   (not failing on a machine others may share: CI and CARP_TMP_STRICT=1 do)" >&2
+    fi
   fi
   [ $code -ne 0 ] || echo "== all tests passed; nothing left behind"
   exit $code
