@@ -121,10 +121,18 @@ struct dis_replacement {
   char *types;                    /* its options, comma-separated */
 };
 
+/* Where the simulation put one moved pod. */
+struct dis_move {
+  const char *pod_uid; /* borrowed from the cache */
+  const char *node;    /* borrowed; NULL: the replacement */
+};
+
 struct dis_plan {
   enum dis_decision decision;
   struct dis_replacement repl; /* DIS_REPLACE */
-  char why[256];               /* DIS_NONE: the reason */
+  struct dis_move *moves;      /* DIS_DELETE, DIS_REPLACE: every pod */
+  size_t nmoves;
+  char why[256]; /* DIS_NONE: the reason */
 };
 
 /* The round's simulation base: the cluster as the scheduler sees it, with
