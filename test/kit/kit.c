@@ -14,6 +14,7 @@
 #include "carpenter/api.h"
 #include "carpenter/buf.h"
 #include "carpenter/json.h"
+#include "carpenter/log.h"
 #include "carpenter/timeutil.h"
 #include "carpenter/yaml.h"
 
@@ -33,6 +34,8 @@ void kit_init(struct kit *k, const struct kit_options *o)
   struct carp_recorder_options ro;
   struct carp_fake_provider_options po;
   memset(k, 0, sizeof(*k));
+  /* Warnings and errors only, unless the writes are wanted too. */
+  carp_log_set_level(getenv("KIT_DEBUG") ? CARP_LOG_DEBUG : CARP_LOG_WARN);
   assert_int_equal(uv_loop_init(&k->loop), 0);
   k->clock = carp_clock_fake_new(&k->loop, KIT_EPOCH_MS);
   assert_int_equal(carp_kubemem_new(k->clock, &k->api), 0);
