@@ -47,14 +47,23 @@ function(carp_unit_test name)
     ENVIRONMENT "CARP_SOURCE_DIR=${CMAKE_SOURCE_DIR};CARP_BUILD_DIR=${CMAKE_BINARY_DIR}")
 endfunction()
 
-# carp_script_test(NAME COMMAND cmd... TIMEOUT seconds LABELS l)
+# Where the tests find Debian 12's kubectl 1.20 (fixture debian_kubectl,
+# test/CMakeLists.txt).
+set(CARP_DEBIAN_KUBECTL ${CMAKE_BINARY_DIR}/debian-kubectl/usr/bin/kubectl)
+
+# carp_script_test(NAME COMMAND cmd... TIMEOUT seconds LABELS l
+#                  [ENV VAR=value...] [FIXTURES fixture...])
+# FIXTURES names fixtures the test needs (ctest runs their setup first).
 function(carp_script_test name)
-  cmake_parse_arguments(T "" "TIMEOUT" "COMMAND;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "TIMEOUT" "COMMAND;LABELS;ENV;FIXTURES" ${ARGN})
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 120)
   endif()
   add_test(NAME ${name} COMMAND ${T_COMMAND})
   set_tests_properties(${name} PROPERTIES TIMEOUT ${T_TIMEOUT}
     LABELS "${T_LABELS}"
-    ENVIRONMENT "CARP_SOURCE_DIR=${CMAKE_SOURCE_DIR};CARP_BUILD_DIR=${CMAKE_BINARY_DIR}")
+    ENVIRONMENT "CARP_SOURCE_DIR=${CMAKE_SOURCE_DIR};CARP_BUILD_DIR=${CMAKE_BINARY_DIR};${T_ENV}")
+  if(T_FIXTURES)
+    set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED "${T_FIXTURES}")
+  endif()
 endfunction()

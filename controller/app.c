@@ -18,7 +18,9 @@
 #include "carpenter/alloc.h"
 #include "carpenter/api.h"
 #include "carpenter/apicheck.h"
+#include "carpenter/clock.h"
 #include "carpenter/cluster.h"
+#include "carpenter/controller.h"
 #include "carpenter/disruption.h"
 #include "carpenter/error.h"
 #include "carpenter/events.h"
@@ -44,6 +46,7 @@
 
 #define SHUTDOWN_DEADLINE_MS 5000
 #define MAX_INFORMERS        8
+#define MAX_CONTROLLERS      16
 
 struct app {
   const struct carp_options *opts;
@@ -62,10 +65,10 @@ struct app {
   struct carp_provisioner *provisioner;
   struct carp_lifecycle *lifecycle;
   struct carp_termination *termination;
-  struct carp_disruption *disruption;
-  struct carp_gc *gc;
-  struct carp_nodepool_controller *nodepools;
-  struct carp_nodeclass_controller *nodeclasses;
+  struct carp_clock *clock;
+  struct carp_controller_env env; /* what every controller gets */
+  struct carp_controller *ctls[MAX_CONTROLLERS]; /* on the skeleton */
+  size_t nctls;
   struct carp_metricsctl *metricsctl;
   char **pve_regions; /* --pve-config regions, for the NodeClass status */
   size_t npve_regions;
@@ -105,16 +108,14 @@ static void on_user_closed(void *arg)
     return;
   /* The status and metrics controllers' informer handlers are gone with
    * the cluster state now. */
-  carp_nodepool_controller_free(a->nodepools);
-  carp_nodeclass_controller_free(a->nodeclasses);
   carp_metricsctl_free(a->metricsctl);
-  a->nodepools = NULL;
-  a->nodeclasses = NULL;
   a->metricsctl = NULL;
   /* Its informer handlers are gone with the cluster state now. */
   carp_termination_free(a->termination);
   carp_provisioner_free(a->provisioner);
   carp_lifecycle_free(a->lifecycle);
+  while (a->nctls)
+    carp_controller_free(a->ctls[--a->nctls]);
   a->termination = NULL;
   a->provisioner = NULL;
   a->lifecycle = NULL;
@@ -157,6 +158,7 @@ static void on_controller_closed(void *arg)
 
 static void app_stop(struct app *a, int exit_code)
 {
+  size_t i;
   if (a->stopping)
     return;
   a->stopping = 1;
@@ -174,14 +176,6 @@ static void app_stop(struct app *a, int exit_code)
     a->closing_controllers++;
     carp_lifecycle_close(a->lifecycle, on_controller_closed, a);
   }
-  if (a->nodepools) {
-    a->closing_controllers++;
-    carp_nodepool_controller_close(a->nodepools, on_controller_closed, a);
-  }
-  if (a->nodeclasses) {
-    a->closing_controllers++;
-    carp_nodeclass_controller_close(a->nodeclasses, on_controller_closed, a);
-  }
   if (a->metricsctl) {
     a->closing_controllers++;
     carp_metricsctl_close(a->metricsctl, on_controller_closed, a);
@@ -190,13 +184,9 @@ static void app_stop(struct app *a, int exit_code)
     a->closing_controllers++;
     carp_termination_close(a->termination, on_controller_closed, a);
   }
-  if (a->disruption) {
+  for (i = 0; i < a->nctls; i++) {
     a->closing_controllers++;
-    carp_disruption_close(a->disruption, on_controller_closed, a);
-  }
-  if (a->gc) {
-    a->closing_controllers++;
-    carp_gc_close(a->gc, on_controller_closed, a);
+    carp_controller_close(a->ctls[i], on_controller_closed, a);
   }
   on_controller_closed(a);
 
@@ -259,19 +249,18 @@ static void set_disruption_active(struct app *a)
 {
   if (a->termination)
     carp_termination_set_active(a->termination, 1);
-  if (a->disruption)
-    carp_disruption_set_active(a->disruption, 1);
-  if (a->gc)
-    carp_gc_set_active(a->gc, 1);
+}
+
+static void set_controllers_active(struct app *a)
+{
+  size_t i;
+  for (i = 0; i < a->nctls; i++)
+    carp_controller_set_active(a->ctls[i], 1);
 }
 
 /* The status and metrics controllers (they exist without a provider). */
 static void set_status_active(struct app *a)
 {
-  if (a->nodepools)
-    carp_nodepool_controller_set_active(a->nodepools, 1);
-  if (a->nodeclasses)
-    carp_nodeclass_controller_set_active(a->nodeclasses, 1);
   if (a->metricsctl)
     carp_metricsctl_set_active(a->metricsctl, 1);
 }
@@ -290,6 +279,7 @@ static void on_started_leading(void *arg)
     carp_lifecycle_set_active(a->lifecycle, 1);
   set_status_active(a);
   set_disruption_active(a);
+  set_controllers_active(a);
   /* As client-go's leader election does, say so on the Lease. */
   carp_recorder_event(a->recorder, &t, CARP_EVENT_NORMAL, "LeaderElection",
                       "%s became leader", carp_leader_identity(a->leader));
@@ -399,6 +389,14 @@ static void on_pool_ready(void *arg, const char *nodepool)
     carp_provisioner_trigger(a->provisioner);
 }
 
+/* Keeps a controller built into a->ctls[a->nctls] (rc 0). */
+static int add_controller(struct app *a, int rc)
+{
+  if (!rc)
+    a->nctls++;
+  return rc;
+}
+
 /* Termination, disruption and garbage collection. */
 static int start_disruption(struct app *a)
 {
@@ -414,20 +412,19 @@ static int start_disruption(struct app *a)
   if (rc)
     return rc;
   memset(&dopt, 0, sizeof(dopt));
-  dopt.recorder = a->recorder;
-  dopt.metrics = a->metrics;
   dopt.poll_interval_ms = (uint64_t)a->opts->disruption_poll_ms;
   dopt.validation_delay_ms = (uint64_t)a->opts->disruption_validation_ms;
-  rc =
-      carp_disruption_new(&a->loop, a->cluster, a->kube, &dopt, &a->disruption);
-  if (rc)
+  if ((rc = add_controller(
+           a, carp_disruption_new(&a->env, &dopt, &a->ctls[a->nctls]))) ||
+      (rc = add_controller(a,
+                           carp_expiration_new(&a->env, &a->ctls[a->nctls]))) ||
+      (rc = add_controller(
+           a, carp_disruption_conditions_new(&a->env, &a->ctls[a->nctls]))))
     return rc;
   memset(&go, 0, sizeof(go));
-  go.recorder = a->recorder;
-  go.metrics = a->metrics;
   go.interval_ms = (uint64_t)a->opts->gc_interval_ms;
   go.leaked_vm_grace_ms = (uint64_t)a->opts->gc_leaked_vm_grace_ms;
-  return carp_gc_new(&a->loop, a->cluster, a->kube, a->provider, &go, &a->gc);
+  return add_controller(a, carp_gc_new(&a->env, &go, &a->ctls[a->nctls]));
 }
 
 static int start_controllers(struct app *a)
@@ -441,22 +438,20 @@ static int start_controllers(struct app *a)
   memset(&mo, 0, sizeof(mo));
   mo.metrics = a->metrics;
   memset(&npo, 0, sizeof(npo));
-  npo.metrics = a->metrics;
   npo.on_ready = on_pool_ready;
   npo.on_ready_arg = a;
   if ((rc = carp_metricsctl_new(&a->loop, a->cluster, &mo, &a->metricsctl)) ||
-      (rc = carp_nodepool_controller_new(&a->loop, a->cluster, a->kube, &npo,
-                                         &a->nodepools)))
+      (rc = add_controller(
+           a, carp_nodepool_controller_new(&a->env, &npo, &a->ctls[a->nctls]))))
     return rc;
   if (!a->provider)
     return 0;
   memset(&nco, 0, sizeof(nco));
-  nco.metrics = a->metrics;
   nco.regions = (const char *const *)a->pve_regions;
   nco.nregions = a->npve_regions;
   nco.region_status = carp_pve_provider_region_status;
-  rc = carp_nodeclass_controller_new(&a->loop, a->cluster, a->kube, a->provider,
-                                     &nco, &a->nodeclasses);
+  rc = add_controller(
+      a, carp_nodeclass_controller_new(&a->env, &nco, &a->ctls[a->nctls]));
   if (rc)
     return rc;
   memset(&po, 0, sizeof(po));
@@ -517,13 +512,23 @@ static int start_kube(struct app *a)
   rc = carp_cluster_new(&a->loop, a->kube, a->metrics, &a->cluster);
   if (rc)
     return rc;
+  carp_cluster_set_clock(a->cluster, a->clock);
   memset(&ro, 0, sizeof(ro));
   ro.metrics = a->metrics;
   ro.instance = a->identity;
   rc = carp_recorder_new(&a->loop, a->kube, &ro, &a->recorder);
   if (rc)
     return rc;
-  if ((rc = start_provider(a)) || (rc = start_controllers(a)))
+  if ((rc = start_provider(a)))
+    return rc;
+  a->env.loop = &a->loop;
+  a->env.clock = a->clock;
+  a->env.cluster = a->cluster;
+  a->env.kube = a->kube;
+  a->env.provider = a->provider;
+  a->env.recorder = a->recorder;
+  a->env.metrics = a->metrics;
+  if ((rc = start_controllers(a)))
     return rc;
   /* Handlers are in: the caches may fill now. */
   rc = carp_cluster_start(a->cluster);
@@ -547,6 +552,7 @@ static int start_kube(struct app *a)
       carp_lifecycle_set_active(a->lifecycle, 1);
     set_status_active(a);
     set_disruption_active(a);
+    set_controllers_active(a);
     return 0;
   }
   ns = a->opts->leader_election_namespace;
@@ -621,6 +627,7 @@ int carp_app_run(const struct carp_options *opts)
     carp_free(a);
     return 1;
   }
+  a->clock = carp_clock_real_new(&a->loop);
   rc = app_init(a);
   if (rc) {
     CARP_LOG_ERROR("main", "cannot start", CARP_F_ERR(rc));
@@ -635,6 +642,7 @@ int carp_app_run(const struct carp_options *opts)
     if (!a->exit_code)
       a->exit_code = 1;
   }
+  carp_clock_free(a->clock);
   carp_health_free(a->health);
   carp_metrics_free(a->metrics);
   carp_kube_config_free(&a->kcfg);

@@ -1,53 +1,38 @@
 #!/usr/bin/env bash
-# Renders charts/carpenter the way `helm template` does, without helm: Go's
-# text/template with the sprig functions (the engine Helm uses), through
-# the workplace's helm-render (HELM_RENDER_SRC, else ../shared/tools/helm-render
-# beside the checkout, else /work/shared/tools/helm-render - the same places
-# pve-sim looks for apidata.js), built here from Debian's packages on first use.
+# Renders charts/carpenter the way `helm template` does, without helm:
+# hack/helm-render (Go's text/template with the sprig functions, the engine
+# Helm uses), built here from Debian's Go packages on first use.
 #
 #   hack/chart-render.sh [--include-crds] [--name NAME] [--namespace NS]
 #                        [-f values.yaml]... [--set key.path=value]...
 #
-# The renderer goes to $CARP_BUILD_DIR (default build/) as helm-render and is
-# rebuilt when its source is newer. --include-crds prints the chart's crds/
-# first, as `helm template --include-crds` does. Output: YAML documents on
-# stdout, each after a "# Source:" line.
+# The renderer goes to $CARP_BUILD_DIR (default build/) as helm-render, with
+# Go's build cache beside it, and is rebuilt when a source is newer.
+# --include-crds prints the chart's crds/ first, as `helm template
+# --include-crds` does. Output: YAML documents on stdout, each after a
+# "# Source:" line, in the order Helm installs them.
 set -euo pipefail
 CARP_ROOT=$(cd "$(dirname "$0")/.." && pwd)
-src=${HELM_RENDER_SRC:-}
-if [ -z "$src" ]; then
-  for cand in "$CARP_ROOT/../shared/tools/helm-render" /work/shared/tools/helm-render; do
-    if [ -f "$cand/main.go" ]; then src=$cand; break; fi
-  done
-fi
+source "$CARP_ROOT/hack/lib/deps.sh"
+src=$CARP_ROOT/hack/helm-render
 build=${CARP_BUILD_DIR:-$CARP_ROOT/build}
 out=$build/helm-render
-chart=$CARP_ROOT/charts/carpenter
 
-if [ ! -f "$src/main.go" ]; then
-  echo "chart-render: helm-render's source not found (looked in ${src:-$CARP_ROOT/../shared/tools/helm-render and /work/shared/tools/helm-render}; set HELM_RENDER_SRC)" >&2
-  exit 1
-fi
 mkdir -p "$build"
 # One build at a time when tests run in parallel.
 exec 9>"$out.lock"
 flock 9
-if [ ! -x "$out" ] || [ "$src/main.go" -nt "$out" ] || [ "$src/build.sh" -nt "$out" ]; then
-  "$src/build.sh" "$out.tmp" >&2
+stale=0
+[ -x "$out" ] || stale=1
+for f in "$src"/*.go; do [ "$f" -nt "$out" ] && stale=1; done
+if [ $stale = 1 ]; then
+  carp_install_debs golang-go golang-github-masterminds-sprig-dev golang-k8s-sigs-yaml-dev >&2
+  # GOPATH mode: the libraries are Debian's, under /usr/share/gocode.
+  (cd "$src" && GO111MODULE=off GOPATH=/usr/share/gocode GOFLAGS= \
+    GOCACHE="$build/go-cache" go build -o "$out.tmp" .) >&2
   mv -f "$out.tmp" "$out"
 fi
 flock -u 9
+exec 9>&-
 
-crds=0
-args=()
-for a in "$@"; do
-  if [ "$a" = --include-crds ]; then crds=1; else args+=("$a"); fi
-done
-if [ $crds = 1 ]; then
-  for f in "$chart"/crds/*.yaml; do
-    printf -- '---\n# Source: carpenter/crds/%s\n' "$(basename "$f")"
-    # One CRD per file: its own "---" markers are dropped.
-    sed -e '/^---$/d' "$f"
-  done
-fi
-exec "$out" "${args[@]}" "$chart"
+exec "$out" "$@" "$CARP_ROOT/charts/carpenter"

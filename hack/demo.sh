@@ -6,7 +6,8 @@
 # the pods run; the Deployment scales to zero; the empty nodes go away.
 #
 #   hack/demo.sh         with pauses and commentary
-#   hack/demo.sh --ci    no pauses; exits non-zero if a step times out
+#   hack/demo.sh --ci    no pauses; exits non-zero if a step times out, and
+#                        removes its logs then too (after printing their ends)
 #
 # Everything runs on loopback and stops when the script exits.
 set -euo pipefail
@@ -24,22 +25,31 @@ die() { echo "demo: $*" >&2; exit 1; }
 
 carp_install_deps
 say "building Carpenter"
-carp_build build >/dev/null
+carp_build_target build carpenter >/dev/null
 
-WORK=$(mktemp -d /tmp/carpenter-demo.XXXXXX)
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/carpenter-demo.XXXXXX")
 PIDS=()
 cleanup() {
   local code=$?
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
   if [ $code -ne 0 ]; then
+    local f
+    for f in carpenter.log kube-sim.log pve-sim.log; do
+      [ -s "$WORK/$f" ] || continue
+      echo "--- last lines of $f" >&2
+      tail -n 20 "$WORK/$f" >&2
+    done
+  fi
+  if [ $code -ne 0 ] && [ $CI = 0 ]; then
     echo "demo failed; logs kept in $WORK" >&2
-    tail -n 20 "$WORK/carpenter.log" >&2 2>/dev/null || true
   else
     rm -rf "$WORK"
   fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # start NAME READY-PREFIX CMD... : runs CMD in the background and waits for
 # its "READY-PREFIX <url>" line.

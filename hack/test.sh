@@ -3,12 +3,61 @@
 # again on an AddressSanitizer + UndefinedBehaviorSanitizer build.
 #   hack/test.sh            everything
 #   hack/test.sh -R regex   only the ctest tests matching regex (both builds)
+# It fails when a test leaves a file behind under $TMPDIR (a folder of the
+# run's own). New entries in /tmp itself are listed; they fail the run on CI
+# (CI set) or with CARP_TMP_STRICT=1, where no one else writes to /tmp.
 set -euo pipefail
 CARP_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$CARP_ROOT/hack/lib/deps.sh"
 cd "$CARP_ROOT"
 
 carp_install_deps
+
+# Tests make their files under $TMPDIR: a folder of this run's own, so that
+# what a test leaves is known to be ours even while others use /tmp. It must
+# be empty at the end, and /tmp must hold nothing new that is not explained
+# by someone else (an entry made since the start, and not ours, is listed).
+tmp_root=${TMPDIR:-/tmp}
+run_tmp=$(mktemp -d "$tmp_root/carp-test-run.XXXXXX")
+tmp_before=$(mktemp "$tmp_root/carp-test-list.XXXXXX")
+ls -A "$tmp_root" | sort >"$tmp_before"
+check_tmp() {
+  local code=$? left
+  trap - EXIT
+  left=$(cd "$run_tmp" && ls -A)
+  if [ -n "$left" ]; then
+    echo "== tests left files in \$TMPDIR:" >&2
+    echo "$left" | sed 's/^/   /' >&2
+    [ $code -ne 0 ] || code=1
+  fi
+  rm -rf "$run_tmp"
+  new_in_tmp() {
+    ls -A "$tmp_root" | sort | comm -13 "$tmp_before" - |
+      grep -vxF -e "$(basename "$run_tmp")" -e "$(basename "$tmp_before")" || true
+  }
+  left=$(new_in_tmp)
+  if [ -n "$left" ]; then
+    # what others' running tests make comes and goes; a leftover stays
+    sleep 5
+    left=$(new_in_tmp | grep -xF "$left" || true)
+  fi
+  rm -f "$tmp_before"
+  if [ -n "$left" ]; then
+    echo "== new in $tmp_root since the tests started (a test ignoring \$TMPDIR, or another user's):" >&2
+    echo "$left" | sed 's/^/   /' >&2
+    if [ -n "${CARP_TMP_STRICT:-${CI:-}}" ]; then
+      [ $code -ne 0 ] || code=1
+    else
+      echo "   (not failing on a machine others may share: CI and CARP_TMP_STRICT=1 do)" >&2
+    fi
+  fi
+  [ $code -ne 0 ] || echo "== all tests passed; nothing left behind"
+  exit $code
+}
+trap check_tmp EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+export TMPDIR=$run_tmp
 
 echo "== source checks"
 hack/format.sh --check
@@ -27,4 +76,3 @@ echo "== ctest (sanitizers)"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --output-on-failure -j "$jobs" -LE sim "$@")
-echo "== all tests passed"

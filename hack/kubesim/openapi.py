@@ -1,6 +1,7 @@
 """OpenAPI documents for kubectl: /openapi/v3 (index and one document per
-group/version) and a JSON /openapi/v2.  Custom resources carry their CRD
-schema (so `kubectl explain` works); built-in kinds get a small schema.
+group/version) and /openapi/v2 (Swagger 2.0, in JSON or in protobuf: see
+openapi_pb.py).  Custom resources carry their CRD schema (so `kubectl
+explain` works); built-in kinds get a small schema.
 PATCH operations list the fieldValidation parameter (kubectl then leaves
 field validation to the server) and, for built-in kinds, no strategic
 merge patch media type, so that kubectl computes strategic merge patches
@@ -9,6 +10,7 @@ from its compiled-in types."""
 import hashlib
 import json
 
+from . import openapi_pb
 from .resources import VIRTUAL
 
 OBJECT_META_REF = "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
@@ -86,9 +88,37 @@ _PARAM_FORCE = {"name": "force", "in": "query", "description": "Force is going t
                 "schema": {"type": "boolean", "uniqueItems": True}}
 
 
-_NO_SPEC = {"Event", "ConfigMap", "Secret", "ServiceAccount", "Endpoints", "ClusterRole", "Role",
-            "ClusterRoleBinding", "RoleBinding", "PriorityClass", "StorageClass", "ControllerRevision",
-            "RuntimeClass", "PodTemplate", "LimitRange"}
+# Top-level fields of the built-in kinds that have no spec, with their types
+# (None: free-form).  kubectl before 1.25 validates manifests itself against
+# /openapi/v2 and refuses a field its schema lacks (a Secret's stringData).
+_S, _I, _B = "string", "integer", "boolean"
+_TOP_FIELDS = {
+    ("", "Event"): {"involvedObject": None, "reason": _S, "message": _S, "source": None, "firstTimestamp": _S,
+                    "lastTimestamp": _S, "count": _I, "type": _S, "eventTime": _S, "series": None, "action": _S,
+                    "related": None, "reportingComponent": _S, "reportingInstance": _S},
+    ("events.k8s.io", "Event"): {"eventTime": _S, "series": None, "reportingController": _S,
+                                 "reportingInstance": _S, "action": _S, "reason": _S, "regarding": None,
+                                 "related": None, "note": _S, "type": _S, "deprecatedSource": None,
+                                 "deprecatedFirstTimestamp": _S, "deprecatedLastTimestamp": _S,
+                                 "deprecatedCount": _I},
+    ("", "ConfigMap"): {"data": None, "binaryData": None, "immutable": _B},
+    ("", "Secret"): {"data": None, "stringData": None, "type": _S, "immutable": _B},
+    ("", "ServiceAccount"): {"secrets": None, "imagePullSecrets": None, "automountServiceAccountToken": _B},
+    ("", "Endpoints"): {"subsets": None},
+    ("", "PodTemplate"): {"template": None},
+    ("rbac.authorization.k8s.io", "ClusterRole"): {"rules": None, "aggregationRule": None},
+    ("rbac.authorization.k8s.io", "Role"): {"rules": None},
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): {"subjects": None, "roleRef": None},
+    ("rbac.authorization.k8s.io", "RoleBinding"): {"subjects": None, "roleRef": None},
+    ("scheduling.k8s.io", "PriorityClass"): {"value": _I, "globalDefault": _B, "description": _S,
+                                             "preemptionPolicy": _S},
+    ("storage.k8s.io", "StorageClass"): {"provisioner": _S, "parameters": None, "reclaimPolicy": _S,
+                                         "mountOptions": None, "allowVolumeExpansion": _B,
+                                         "volumeBindingMode": _S, "allowedTopologies": None},
+    ("apps", "ControllerRevision"): {"data": None, "revision": _I},
+    ("node.k8s.io", "RuntimeClass"): {"handler": _S, "overhead": None, "scheduling": None},
+    ("", "Binding"): {"target": None},
+}
 
 
 def schema_name(rt, kind=None):
@@ -122,9 +152,12 @@ def _kind_schema(rt):
     else:
         s = {"description": _DESCRIPTIONS.get(rt.kind, "%s is a Kubernetes %s object." % (rt.kind, rt.kind)),
              "type": "object", "properties": dict(base_props)}
-        if rt.kind not in _NO_SPEC:
+        top = _TOP_FIELDS.get((rt.group, rt.kind))
+        if top is None:
             s["properties"]["spec"] = {"description": "Specification of the desired behavior of the %s." % rt.kind,
                                        "type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        for name, typ in (top or {}).items():
+            s["properties"][name] = {"type": typ} if typ else {"x-kubernetes-preserve-unknown-fields": True}
         if "status" in rt.subresources:
             s["properties"]["status"] = {"description": "Most recently observed status of the %s." % rt.kind,
                                          "type": "object", "x-kubernetes-preserve-unknown-fields": True}
@@ -199,6 +232,7 @@ class OpenAPI:
         self.registry = registry
         self._gen = -1
         self._docs = {}
+        self._v2 = None
 
     def _refresh(self):
         if self._gen == self.registry.generation:
@@ -230,15 +264,114 @@ class OpenAPI:
         return self._docs.get(key.strip("/"))
 
     def swagger_v2(self):
+        """The Swagger 2.0 document of every group/version (cached per
+        registry generation; the protobuf form is built from it)."""
         self._refresh()
-        definitions = {}
-        paths = {}
-        for k, (_, body) in self._docs.items():
-            d = json.loads(body)
-            for name, s in d["components"]["schemas"].items():
-                definitions[name] = json.loads(json.dumps(s).replace("#/components/schemas/", "#/definitions/"))
-            for p, item in d["paths"].items():
-                paths[p] = {m: {kk: vv for kk, vv in op.items() if kk not in ("requestBody",)}
-                            for m, op in item.items() if m != "parameters"}
-        return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.32.0"}, "paths": paths,
-                "definitions": definitions}
+        if self._v2 is None or self._v2[0] != self._gen:
+            definitions = {}
+            paths = {}
+            for _, body in self._docs.values():
+                d = json.loads(body)
+                for name, s in d["components"]["schemas"].items():
+                    definitions[name] = _v2_schema(s)
+                for p, item in d["paths"].items():
+                    paths[p] = _v2_path_item(item)
+            doc = {"swagger": "2.0", "info": {"title": "Kubernetes", "version": "v1.32.0"},
+                   "paths": dict(sorted(paths.items())), "definitions": dict(sorted(definitions.items()))}
+            self._v2 = (self._gen, doc, None)
+        return self._v2[1]
+
+    def swagger_v2_bytes(self, media):
+        """(body, content type, etag) of /openapi/v2 in JSON or protobuf."""
+        doc = self.swagger_v2()
+        gen, _, cache = self._v2
+        cache = cache or {}
+        if media not in cache:
+            if media == "json":
+                body = json.dumps(doc, separators=(",", ":")).encode()
+            else:
+                body = openapi_pb.document(doc)
+            cache[media] = (body, '"%s"' % hashlib.sha512(body).hexdigest().upper())
+            self._v2 = (gen, doc, cache)
+        body, etag = cache[media]
+        return body, "application/json" if media == "json" else openapi_pb.CONTENT_TYPE, etag
+
+
+# ---------------------------------------------------------------- OpenAPI v3 -> Swagger 2.0
+
+# Schema keys Swagger 2.0 has; the rest (anyOf, oneOf, not, nullable...) are
+# dropped, as the API server does when it publishes a CRD in v2.
+_V2_KEYS = {"$ref", "format", "title", "description", "default", "multipleOf", "maximum", "exclusiveMaximum",
+            "minimum", "exclusiveMinimum", "maxLength", "minLength", "pattern", "maxItems", "minItems",
+            "uniqueItems", "maxProperties", "minProperties", "required", "enum", "additionalProperties", "type",
+            "items", "allOf", "properties", "discriminator", "readOnly", "example"}
+
+
+def _v2_schema(s):
+    if isinstance(s, list):
+        return [_v2_schema(x) for x in s]
+    if not isinstance(s, dict):
+        return s
+    out = {}
+    for k, v in s.items():
+        if k == "$ref":
+            out[k] = v.replace("#/components/schemas/", "#/definitions/")
+        elif k == "properties":
+            out[k] = {pk: _v2_schema(pv) for pk, pv in v.items()}
+        elif k in ("items", "additionalProperties", "allOf"):
+            out[k] = _v2_schema(v)
+        elif k in _V2_KEYS or k.startswith("x-"):
+            out[k] = v
+    if s.get("nullable"):
+        # kubectl's client-side validation would refuse null for a typed value
+        out.pop("type", None)
+    if s.get("x-kubernetes-preserve-unknown-fields") and out.get("type") == "object":
+        # and unknown fields of a typed object: leave it free-form
+        out.pop("type")
+        out.pop("properties", None)
+    return out
+
+
+def _v2_parameter(p):
+    out = {k: v for k, v in p.items() if k != "schema"}
+    out.update(p.get("schema") or {})
+    return out
+
+
+def _v2_operation(op, method):
+    out = {k: v for k, v in op.items() if k not in ("requestBody", "responses", "parameters")}
+    params = [_v2_parameter(p) for p in op.get("parameters") or ()]
+    body = op.get("requestBody")
+    if body:
+        media = body.get("content") or {}
+        first = next(iter(media.values()), {})
+        params.insert(0, {"name": "body", "in": "body", "required": True,
+                          "schema": _v2_schema(first.get("schema") or {"type": "object"})})
+        if method == "patch":
+            out["consumes"] = list(media)
+        else:
+            out["consumes"] = ["*/*"]
+    if params:
+        out["parameters"] = params
+    out["produces"] = ["application/json", "application/yaml"]
+    responses = {}
+    for code, r in (op.get("responses") or {}).items():
+        v2 = {"description": r.get("description", "")}
+        sch = ((r.get("content") or {}).get("application/json") or {}).get("schema")
+        if sch:
+            v2["schema"] = _v2_schema(sch)
+        responses[code] = v2
+    responses.setdefault("401", {"description": "Unauthorized"})
+    out["responses"] = responses
+    out["schemes"] = ["https"]
+    return out
+
+
+def _v2_path_item(item):
+    out = {}
+    for m, op in item.items():
+        if m == "parameters":
+            out[m] = [_v2_parameter(p) for p in op]
+        else:
+            out[m] = _v2_operation(op, m)
+    return out

@@ -17,6 +17,7 @@ import urllib.parse
 from . import api as A
 from . import discovery as D
 from . import errors as E
+from .openapi_pb import MEDIA_TYPES as OPENAPI_PB_TYPES
 from . import table as T
 from . import util
 from . import yamlmini
@@ -131,6 +132,24 @@ def negotiate(accept):
             continue
         if mt in ("application/yaml", "application/x-yaml"):
             return Media("yaml")
+    return None
+
+
+def negotiate_openapi_v2(accept):
+    """The form of /openapi/v2 an Accept header asks for: "json", "pb" or
+    None (406).  As the API server, the first acceptable entry wins and a
+    wildcard means JSON."""
+    if not accept:
+        return "json"
+    for part in accept.split(","):
+        fields = [f.strip() for f in part.split(";")]
+        mt = fields[0].lower()
+        if any(f.replace(" ", "") in ("q=0", "q=0.0") for f in fields[1:]):
+            continue
+        if mt in ("application/json", "*/*", "application/*"):
+            return "json"
+        if mt in OPENAPI_PB_TYPES:
+            return "pb"
     return None
 
 
@@ -389,10 +408,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._send(200, data, "application/json", {"Etag": '"%s"' % h})
             return
         if path == "/openapi/v2":
-            accept = self.headers.get("Accept") or ""
-            if accept and "json" not in accept and "*/*" not in accept:
+            media = negotiate_openapi_v2(self.headers.get("Accept"))
+            if media is None:
                 raise E.not_acceptable()
-            self._json(200, sim.openapi.swagger_v2())
+            body, ctype, etag = sim.openapi.swagger_v2_bytes(media)
+            self._send(200, body, ctype, {"Etag": etag, "Vary": ["Accept-Encoding", "Accept"],
+                                          "X-Varied-Accept": self.headers.get("Accept") or ""})
             return
         if path == "/metrics":
             self._send(200, sim.metrics_text().encode(), "text/plain; version=0.0.4; charset=utf-8")

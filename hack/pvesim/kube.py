@@ -8,6 +8,7 @@ file, client certificate, insecure-skip-tls-verify.
 import base64
 import json
 import os
+import shutil
 import ssl
 import subprocess
 import tempfile
@@ -63,13 +64,18 @@ class KubeClient:
             cert = user.get("client-certificate-data")
             key = user.get("client-key-data")
             if cert and key:
+                # ssl reads a client certificate from files only: written
+                # to a private folder, loaded, and removed
                 d = tempfile.mkdtemp(prefix="pve-sim-kube-")
-                cp, kp = os.path.join(d, "c.pem"), os.path.join(d, "k.pem")
-                with open(cp, "wb") as f:
-                    f.write(base64.b64decode(cert))
-                with open(kp, "wb") as f:
-                    f.write(base64.b64decode(key))
-                sctx.load_cert_chain(cp, kp)
+                try:
+                    cp, kp = os.path.join(d, "c.pem"), os.path.join(d, "k.pem")
+                    with open(cp, "wb") as f:
+                        f.write(base64.b64decode(cert))
+                    with open(kp, "wb") as f:
+                        f.write(base64.b64decode(key))
+                    sctx.load_cert_chain(cp, kp)
+                finally:
+                    shutil.rmtree(d, ignore_errors=True)
             elif user.get("client-certificate") and user.get("client-key"):
                 sctx.load_cert_chain(user["client-certificate"], user["client-key"])
             self.ssl = sctx

@@ -4,6 +4,7 @@ import argparse
 import os
 import random
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -14,7 +15,7 @@ from . import formats, tls
 from .control import Control
 from .faults import Faults
 from .httpserver import App, Server
-from .schema import Schema
+from .schema import Schema, default_path as schema_default_path
 from .state import ALL_PRIVS, Sim
 
 
@@ -32,18 +33,6 @@ def fraction(text):
     if not 0 <= v <= 1:
         raise argparse.ArgumentTypeError("fraction must be in [0, 1]")
     return v
-
-
-def default_apidata():
-    env = os.environ.get("PVE_APIDATA")
-    if env:
-        return env
-    here = os.path.dirname(os.path.abspath(__file__))
-    for cand in (os.path.join(here, "..", "..", "..", "shared", "pve", "apidata.js"),
-                 "/work/shared/pve/apidata.js"):
-        if os.path.exists(cand):
-            return os.path.normpath(cand)
-    return None
 
 
 def parse_args(argv):
@@ -111,7 +100,8 @@ def parse_args(argv):
     a("--keepalive-timeout", type=float, default=5.0)
     a("--max-post-bytes", type=int, default=512 * 1024)
     a("--max-upload-bytes", type=int, default=64 << 20)
-    a("--apidata", default=default_apidata())
+    a("--apidata", default=None,
+      help="the PVE API schema (apidata.js, or .js.gz); default: PVE_APIDATA, else the copy in hack/pvesim/data")
     a("--verbose", action="store_true")
     opts = p.parse_args(argv)
     opts.hosts = [h for h in opts.hosts.split(",") if h]
@@ -121,8 +111,9 @@ def parse_args(argv):
     opts.pools = [x for x in opts.pools.split(",") if x]
     if opts.full_clone_seconds is None:
         opts.full_clone_seconds = opts.clone_seconds * 3
-    if not opts.apidata or not os.path.exists(opts.apidata):
-        p.error("apidata.js not found (--apidata or PVE_APIDATA)")
+    opts.apidata = opts.apidata or schema_default_path()
+    if not os.path.isfile(opts.apidata):
+        p.error("the PVE API schema %s does not exist (--apidata or PVE_APIDATA)" % opts.apidata)
     return opts
 
 
@@ -165,7 +156,9 @@ def main(argv=None):
     sim.add_token(opts.token_id, secret, privs)
     sim.add_token(opts.noperm_token_id, noperm_secret, [])
 
+    # a temporary certificate folder of our own goes when we stop
     cert_dir = opts.cert_dir or tempfile.mkdtemp(prefix="pve-sim-")
+    own_cert_dir = cert_dir if not opts.cert_dir else None
     os.makedirs(cert_dir, exist_ok=True)
     cert, key = tls.make_cert(cert_dir)
     fp = tls.fingerprint(cert)
@@ -207,4 +200,6 @@ def main(argv=None):
     finally:
         if guests:
             guests.shutdown()
+        if own_cert_dir:
+            shutil.rmtree(own_cert_dir, ignore_errors=True)
     return 0

@@ -1,4 +1,5 @@
-"""The PVE API schema (shared/pve/apidata.js): routing and parameter checks.
+"""The PVE API schema (apidata.js, kept gzip-compressed in data/; see
+data/SOURCE.md): routing and parameter checks.
 
 Validation follows pve-common's JSONSchema.pm (check_prop, check_type,
 check_format, parse_property_string) so that the "errors" map of a 400 answer
@@ -8,7 +9,9 @@ carries the same texts the real server sends, e.g.
            additional properties"}
 """
 
+import gzip
 import json
+import os
 import re
 
 from . import formats
@@ -162,9 +165,26 @@ def check_type(path, typ, value, errors):
     return True
 
 
+# The copy in the repository; PVE_APIDATA or --apidata name another
+# (apidata.js as Proxmox's pve-docs builds it, or that file gzip-compressed).
+BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "apidata.js.gz")
+
+
+def default_path():
+    return os.environ.get("PVE_APIDATA") or BUNDLED
+
+
+def read_text(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return data.decode("utf-8")
+
+
 class Schema:
-    def __init__(self, path):
-        text = open(path, encoding="utf-8").read()
+    def __init__(self, path=None):
+        text = read_text(path or default_path())
         text = text[text.index("["):text.rindex("]") + 1]
         self.tree = json.loads(text)
         self.nodes = {}

@@ -57,6 +57,10 @@ int carp_cluster_new(uv_loop_t *loop, struct carp_kube *kube,
 int carp_cluster_start(struct carp_cluster *c);
 void carp_cluster_close(struct carp_cluster *c, void (*cb)(void *arg),
                         void *arg);
+/* The clock of the bookkeeping's timestamps (nominations, expectations,
+ * pod activity); the system clock until set. */
+struct carp_clock;
+void carp_cluster_set_clock(struct carp_cluster *c, struct carp_clock *clock);
 /* Every informer has listed once. */
 int carp_cluster_synced(const struct carp_cluster *c);
 

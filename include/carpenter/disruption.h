@@ -1,76 +1,68 @@
-/* The disruption controller (Karpenter's disruption controller, emptiness
- * method, plus the forceful expiration of nodeclaim/expiration).
+/* Module disruption: Karpenter's voluntary disruption (the disruption
+ * controller), the forceful expiration of NodeClaims
+ * (nodeclaim.expiration), and the NodeClaim conditions disruption reads
+ * (nodeclaim.disruption). docs/disruption.md tells the rules in full.
  *
- * While active (the leader) and with every cache synced, it polls (every
- * 10 s by default):
+ * disruption (one key, polled every 10 s while leading):
+ *   Candidates   initialized NodeClaims of existing, non-static pools with
+ *                consolidateAfter other than Never, not disrupting, no
+ *                do-not-disrupt Node or pod, no pod whose
+ *                PodDisruptionBudget allows no eviction, not nominated for
+ *                pending pods, quiet (no pod came or went) for
+ *                consolidateAfter. Ordered by Karpenter's disruption cost.
+ *   Methods      in Karpenter's order, the first that finds something:
+ *                empty nodes (budget reason Empty, any policy), then, for
+ *                WhenEmptyOrUnderutilized and Balanced pools and while no
+ *                pod is pending, multi-node consolidation (the longest
+ *                prefix of the candidates that can be deleted, or replaced
+ *                by one strictly cheaper node) and single-node
+ *                consolidation (budget reason Underutilized). Balanced
+ *                pools accept a move only when its score (share of price
+ *                saved / share of disruption caused) is at least 0.5.
+ *   Commands     one at a time: after the validation delay (15 s) the
+ *                decision is checked again; a replacement is created and
+ *                must initialize before the candidates are tainted
+ *                karpenter.sh/disrupted:NoSchedule and deleted (the
+ *                termination controller drains them); a replacement that
+ *                fails is deleted again and nothing else changed.
+ *   Metrics      karpenter_voluntary_disruption_*, karpenter_nodepools_
+ *                allowed_disruptions and _nodes_consuming_budgets,
+ *                karpenter_consolidation_score and _moves_total,
+ *                karpenter_nodeclaims_disrupted_total.
+ *   Events       Unconsolidatable (at most every 5 minutes per node),
+ *                DisruptionLaunching, DisruptionWaitingReadiness,
+ *                DisruptionTerminating, DisruptionBlocked.
  *
- *   Expiration   a NodeClaim older than its expireAfter is deleted, budgets
- *                notwithstanding (reason "expired", termination_mode
- *                "forceful"); the termination controller drains it, with
- *                its terminationGracePeriod as the deadline.
- *   Emptiness    a NodeClaim is a candidate when it is Initialized, not
- *                being deleted or marked for deletion, has a Node, its
- *                NodePool exists, is not static and has consolidateAfter
- *                other than Never (any consolidationPolicy), the Node has
- *                no karpenter.sh/do-not-disrupt annotation, neither is
- *                nominated for pending pods, no pod on it must be
- *                rescheduled (DaemonSet and mirror pods do not count) or
- *                carries karpenter.sh/do-not-disrupt, and it has been so
- *                for consolidateAfter: since the latest of its last pod
- *                event, its Initialized transition, status.lastPodEventTime
- *                and the moment this controller became active (the pod
- *                history before that is unknown). Such NodeClaims carry
- *                Consolidatable=True.
- *   Budgets      per NodePool, allowed = carp_nodepool_allowed_disruptions
- *                for reason Empty over its initialized nodes, minus those
- *                already disrupting (being deleted, marked, or NotReady),
- *                floored at 0; published as
- *                karpenter_nodepools_allowed_disruptions{nodepool,reason}
- *                (the budget before the subtraction, as Karpenter does).
+ * nodeclaim.expiration (per NodeClaim): deletes a NodeClaim at
+ * creationTimestamp + expireAfter, budgets notwithstanding (reason
+ * "expired", termination_mode "forceful"), event Expired.
  *
- * One decision at a time: up to `allowed` empty candidates per pool form
- * a command, which waits `validation_delay_ms` and is then checked again
- * (still candidates, still empty, budget still allowing); what survives is
- * executed - marked for deletion, Node tainted karpenter.sh/disrupted:
- * NoSchedule, condition DisruptionReason=Empty, NodeClaim deleted - and
- * the next decision waits until those NodeClaims are gone (or for
- * command_timeout_ms).
- *
- * Metrics: karpenter_nodeclaims_disrupted_total, karpenter_voluntary_
- * disruption_decisions_total, _eligible_nodes, _failed_validations_total,
- * karpenter_nodepools_allowed_disruptions. Events: DisruptionTerminating
- * on the Node and NodeClaim, DisruptionBlocked on a NodePool whose budget
- * allows nothing while it has empty nodes, Expired on expired NodeClaims. */
+ * nodeclaim.disruption (per NodeClaim): writes Consolidatable=True once
+ * the node has been quiet for consolidateAfter (and removes it when a pod
+ * comes or goes), and status.lastPodEventTime, so that the quiet time
+ * survives a change of leader. */
 #ifndef CARP_DISRUPTION_H
 #define CARP_DISRUPTION_H
 
 #include <stdint.h>
 
-#include <uv.h>
-
-#include "carpenter/cluster.h"
-#include "carpenter/events.h"
-#include "carpenter/kube.h"
-
-struct carp_disruption;
-struct carp_metrics;
+#include "carpenter/controller.h"
 
 struct carp_disruption_options {
-  struct carp_recorder *recorder; /* optional */
-  struct carp_metrics *metrics;   /* optional */
-  uint64_t poll_interval_ms;      /* default 10 s */
-  uint64_t validation_delay_ms;   /* default 15 s (Karpenter's) */
-  uint64_t command_timeout_ms;    /* default 10 minutes */
+  uint64_t poll_interval_ms;    /* default 10 s */
+  uint64_t validation_delay_ms; /* default 15 s (Karpenter's) */
+  /* A replacement must initialize, and deleted candidates go, within
+   * this; default 10 minutes. */
+  uint64_t command_timeout_ms;
 };
 
-/* Adds no informer handlers; may be created any time before start. */
-int carp_disruption_new(uv_loop_t *loop, struct carp_cluster *cluster,
-                        struct carp_kube *kube,
+/* The controllers (env->provider prices candidates and is required). */
+int carp_disruption_new(const struct carp_controller_env *env,
                         const struct carp_disruption_options *o,
-                        struct carp_disruption **out);
-/* Acts only while active (the leader). */
-void carp_disruption_set_active(struct carp_disruption *d, int active);
-void carp_disruption_close(struct carp_disruption *d, void (*cb)(void *arg),
-                           void *arg);
+                        struct carp_controller **out);
+int carp_expiration_new(const struct carp_controller_env *env,
+                        struct carp_controller **out);
+int carp_disruption_conditions_new(const struct carp_controller_env *env,
+                                   struct carp_controller **out);
 
 #endif

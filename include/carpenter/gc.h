@@ -24,30 +24,18 @@
 
 #include <stdint.h>
 
-#include <uv.h>
-
-#include "carpenter/cluster.h"
-#include "carpenter/events.h"
-#include "carpenter/kube.h"
-#include "carpenter/provider.h"
-
-struct carp_gc;
-struct carp_metrics;
+#include "carpenter/controller.h"
 
 struct carp_gc_options {
-  struct carp_recorder *recorder; /* optional */
-  struct carp_metrics *metrics;   /* optional */
-  uint64_t interval_ms;           /* default 2 minutes */
-  uint64_t leaked_vm_grace_ms;    /* default 5 minutes */
-  uint64_t launch_grace_ms;       /* unregistered claims; default 1 minute */
+  uint64_t interval_ms;        /* default 2 minutes */
+  uint64_t leaked_vm_grace_ms; /* default 5 minutes */
+  uint64_t launch_grace_ms;    /* unregistered claims; default 1 minute */
 };
 
-int carp_gc_new(uv_loop_t *loop, struct carp_cluster *cluster,
-                struct carp_kube *kube, struct carp_provider *provider,
-                const struct carp_gc_options *o, struct carp_gc **out);
-/* Acts only while active (the leader); activating sweeps soon after. */
-void carp_gc_set_active(struct carp_gc *g, int active);
-/* Stops: a list or deletes in flight are cancelled, then cb. */
-void carp_gc_close(struct carp_gc *g, void (*cb)(void *arg), void *arg);
+/* The controller "nodeclaim.garbagecollection" (env->provider required);
+ * leading, it sweeps a second after it became the leader, then every
+ * interval. */
+int carp_gc_new(const struct carp_controller_env *env,
+                const struct carp_gc_options *o, struct carp_controller **out);
 
 #endif

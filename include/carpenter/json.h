@@ -82,6 +82,8 @@ void carp_jw_key(struct carp_jw *w, const char *key);
 void carp_jw_str(struct carp_jw *w, const char *s);
 void carp_jw_strn(struct carp_jw *w, const char *s, size_t n);
 void carp_jw_int(struct carp_jw *w, int64_t v);
+/* A number given as its JSON text (copied as written). */
+void carp_jw_number(struct carp_jw *w, const char *text, size_t len);
 void carp_jw_bool(struct carp_jw *w, int v);
 void carp_jw_null(struct carp_jw *w);
 /* Copies a parsed value (an object from a response, say) into the output. */

@@ -28,6 +28,21 @@ struct carp_kube;
 struct carp_kube_op;
 struct carp_metrics;
 
+/* An API server inside this process (tests, `carpenter simulate`): every
+ * request goes to it instead of the network, through the same encoding,
+ * status decoding and watch framing. request and watch get the path with
+ * its query ("/api/v1/pods?watch=1&..."); the backend answers later, never
+ * from inside these callbacks, with carp_kube_backend_reply (a request) or
+ * carp_kube_backend_event and carp_kube_backend_end (a watch). cancel
+ * tells it to forget an op: the client ends it itself. */
+struct carp_kube_backend {
+  void (*request)(void *ctx, struct carp_kube_op *op, const char *method,
+                  const char *path, const char *body, size_t len);
+  void (*watch)(void *ctx, struct carp_kube_op *op, const char *path);
+  void (*cancel)(void *ctx, struct carp_kube_op *op);
+  void *ctx;
+};
+
 struct carp_kube_options {
   const struct carp_kube_config *config; /* copied */
   double qps;                            /* default 200 */
@@ -36,6 +51,9 @@ struct carp_kube_options {
   struct carp_metrics *metrics;          /* optional: rest_client_* metrics */
   int max_attempts;                      /* default 5 */
   uint64_t timeout_ms; /* per attempt, default 30 s (not for watches) */
+  /* Optional: answer requests in-process (no HTTP client, no rate limit);
+   * config->server is still needed, as the base of the op's URL. */
+  const struct carp_kube_backend *backend;
 };
 
 /* Where a request goes: /api/v1/... for the core group, else
@@ -150,6 +168,18 @@ int carp_kube_watch(struct carp_kube *k, const char *path, const char *query,
 typedef int (*carp_kube_gate_cb)(void *arg);
 void carp_kube_set_write_gate(struct carp_kube *k, carp_kube_gate_cb gate,
                               void *arg);
+
+/* The backend's answers. reply ends a request with an HTTP status and a
+ * JSON body (a metav1.Status for errors). event hands one watch event
+ * ({"type":...,"object":...}) to the watcher; a negative return means the
+ * watcher stopped and the op is gone. end closes a watch: status 200 for
+ * a clean end, else the error status and its Status body. */
+void carp_kube_backend_reply(struct carp_kube_op *op, long status,
+                             const char *body, size_t len);
+int carp_kube_backend_event(struct carp_kube_op *op, const char *json,
+                            size_t len);
+void carp_kube_backend_end(struct carp_kube_op *op, long status,
+                           const char *body, size_t len);
 
 /* Maps a metav1.Status reason (or, without one, the HTTP status) to a
  * CARP_E* code. */

@@ -39,6 +39,7 @@
 #include <uv.h>
 
 #include "carpenter/cluster.h"
+#include "carpenter/controller.h"
 #include "carpenter/kube.h"
 #include "carpenter/nodeclass.h"
 #include "carpenter/provider.h"
@@ -48,11 +49,7 @@
 #define CARP_REASON_REGIONS_NOT_READY "RegionsNotReady"
 #define CARP_REASON_SECRET_UNREADABLE "UserDataSecretUnreadable"
 
-struct carp_nodeclass_controller;
-struct carp_metrics;
-
 struct carp_nodeclass_controller_options {
-  struct carp_metrics *metrics; /* optional: workqueue metrics */
   /* The configured regions (--pve-config clusters), copied: used when a
    * class lists none. */
   const char *const *regions;
@@ -70,20 +67,12 @@ struct carp_nodeclass_controller_options {
   uint64_t retry_ms;  /* while not Ready; default 10 s */
 };
 
-/* Adds informer handlers: call before carp_cluster_start(). */
+/* The controller "nodeclass.status" (env->provider required; adds
+ * informer handlers: call before carp_cluster_start). */
 int carp_nodeclass_controller_new(
-    uv_loop_t *loop, struct carp_cluster *cluster, struct carp_kube *kube,
-    struct carp_provider *provider,
+    const struct carp_controller_env *env,
     const struct carp_nodeclass_controller_options *o,
-    struct carp_nodeclass_controller **out);
-void carp_nodeclass_controller_set_active(struct carp_nodeclass_controller *c,
-                                          int active);
-/* Stops: reads and writes in flight finish, then cb. The struct stays
- * allocated for the informer handlers, which may run until the cluster
- * state is closed: free it after that. */
-void carp_nodeclass_controller_close(struct carp_nodeclass_controller *c,
-                                     void (*cb)(void *arg), void *arg);
-void carp_nodeclass_controller_free(struct carp_nodeclass_controller *c);
+    struct carp_controller **out);
 
 /* ---- pure parts (tests) ---- */
 

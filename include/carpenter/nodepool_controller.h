@@ -27,40 +27,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <uv.h>
-
 #include "carpenter/cluster.h"
-#include "carpenter/kube.h"
+#include "carpenter/controller.h"
 #include "carpenter/nodeclass.h"
 #include "carpenter/nodepool.h"
 
-struct carp_nodepool_controller;
-struct carp_metrics;
-
 struct carp_nodepool_controller_options {
-  struct carp_metrics *metrics; /* optional: workqueue metrics */
-  uint64_t debounce_ms;         /* NodeClaim events; default 1 s */
-  uint64_t resync_ms;           /* every pool again; default 60 s */
+  uint64_t debounce_ms; /* NodeClaim events; default 1 s */
+  uint64_t resync_ms;   /* every pool again; default 60 s */
   /* Called when a NodePool's Ready condition turns True in the cache (the
    * provisioner may now use it). Optional. */
   void (*on_ready)(void *arg, const char *nodepool);
   void *on_ready_arg;
 };
 
-/* Adds informer handlers: call before carp_cluster_start(). */
+/* The controller "nodepool" (adds informer handlers: call before
+ * carp_cluster_start). */
 int carp_nodepool_controller_new(
-    uv_loop_t *loop, struct carp_cluster *cluster, struct carp_kube *kube,
+    const struct carp_controller_env *env,
     const struct carp_nodepool_controller_options *o,
-    struct carp_nodepool_controller **out);
-/* Acts only while active; activating queues every NodePool. */
-void carp_nodepool_controller_set_active(struct carp_nodepool_controller *c,
-                                         int active);
-/* Stops: writes in flight finish, then cb. The struct stays allocated for
- * the informer handlers, which may run until the cluster state is closed:
- * free it after that. */
-void carp_nodepool_controller_close(struct carp_nodepool_controller *c,
-                                    void (*cb)(void *arg), void *arg);
-void carp_nodepool_controller_free(struct carp_nodepool_controller *c);
+    struct carp_controller **out);
 
 /* ---- pure parts (tests) ---- */
 

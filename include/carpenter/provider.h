@@ -38,6 +38,8 @@
 
 #include <uv.h>
 
+struct carp_clock;
+
 #include "carpenter/api_types.h"
 
 struct carp_metrics;
@@ -332,6 +334,7 @@ struct carp_fake_provider_options {
   uint64_t create_delay_ms; /* each async call takes this long */
   uint64_t delete_delay_ms;
   uint64_t get_delay_ms;
+  struct carp_clock *clock; /* optional: the delays' clock (a fake one) */
 };
 
 int carp_fake_provider_new(uv_loop_t *loop,
@@ -359,6 +362,9 @@ int carp_fake_provider_add_instance(struct carp_provider *p, const char *name,
                                     const char *zone, char *out, size_t size);
 /* Number of instances, and calls per method so far. */
 size_t carp_fake_provider_count(struct carp_provider *p);
+/* One of its instance types by name, or NULL. */
+const struct carp_fake_instance_type *
+carp_fake_provider_type(struct carp_provider *p, const char *name);
 size_t carp_fake_provider_calls(struct carp_provider *p, const char *method);
 
 #endif

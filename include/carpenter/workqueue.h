@@ -21,6 +21,7 @@
 
 struct carp_workqueue;
 struct carp_metrics;
+struct carp_clock;
 
 enum carp_reconcile_result {
   CARP_RECONCILE_DONE = 0,      /* success; failures are forgotten */
@@ -40,6 +41,7 @@ struct carp_workqueue_options {
   double qps;                   /* overall retry rate; default 10 */
   unsigned burst;               /* default 100 */
   struct carp_metrics *metrics; /* optional: workqueue_* metrics */
+  struct carp_clock *clock;     /* optional: NULL for the system clock */
   carp_workqueue_reconcile_cb reconcile;
   void *arg;
 };
@@ -59,6 +61,9 @@ void carp_workqueue_done(struct carp_workqueue *q, const char *key,
 /* Keys waiting to run now (not delayed, not in flight). */
 size_t carp_workqueue_len(const struct carp_workqueue *q);
 size_t carp_workqueue_in_flight(const struct carp_workqueue *q);
+/* When the reconcile of key in flight started (the queue's clock,
+ * monotonic ms), or 0 when key is not in flight. */
+uint64_t carp_workqueue_started(struct carp_workqueue *q, const char *key);
 /* Drops queued and delayed keys, waits for reconciles in flight to call
  * done, closes the queue's handles, then calls close_cb. */
 void carp_workqueue_close(struct carp_workqueue *q, void (*close_cb)(void *arg),

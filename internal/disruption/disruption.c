@@ -1,721 +1,442 @@
-/* disruption.c: the disruption controller (see
- * include/carpenter/disruption.h): a poll timer, one command at a time
- * through validation and execution, and the forceful expiration of old
- * NodeClaims.
+/* disruption.c: the disruption controller (see include/carpenter/
+ * disruption.h): one key, polled every interval while leading. A poll
+ * publishes the budgets, moves the command in progress along
+ * (execute.c), and when there is none decides the next one (methods.c),
+ * which then waits out the validation delay and is checked again before
+ * anything is written.
  *
- * States: IDLE (a poll may decide), VALIDATING (a command waits out the
- * validation delay), EXECUTING (its writes are in flight), WAITING (its
- * NodeClaims are being terminated; the next decision waits for them to
- * go). Every write carries a resourceVersion or UID precondition; nothing
- * is written unless active (the leader) and synced. */
-#include <stdarg.h>
+ * Validation repeats the decision's question on the caches as they are
+ * then: the same candidates must still be candidates, the budgets must
+ * still allow them, and the same set must still be deletable (or
+ * replaceable at no higher price; the new plan is the one carried out). */
 #include <stdio.h>
 #include <string.h>
 
 #include "carpenter/alloc.h"
-#include "carpenter/api.h"
-#include "carpenter/duration.h"
 #include "carpenter/error.h"
-#include "carpenter/json.h"
 #include "carpenter/log.h"
-#include "carpenter/map.h"
 #include "carpenter/metrics.h"
-#include "carpenter/nodepool.h"
-#include "carpenter/scheduling.h"
 #include "carpenter/timeutil.h"
-#include "disruption_int.h"
+#include "dis_ctl.h"
 
+#define KEY              "disruption"
 #define MIN_POLL_MS      100
+#define EVENT_EVERY_MS   (5 * 60 * 1000)
 #define BLOCKED_EVENT_MS 60000
-#define REASON_EMPTY     "Empty"
-#define METRIC_EMPTY     "empty"
 
-enum dis_state { ST_IDLE = 0, ST_VALIDATING, ST_EXECUTING, ST_WAITING };
-
-enum cand_state { C_CHOSEN = 0, C_RUNNING, C_DELETED, C_FAILED };
-
-/* An expired NodeClaim whose delete was sent. */
-struct expiring {
-  char *name; /* the map key */
-  char *uid;
-};
-
-struct cand_rec {
-  char *claim;
-  char *uid;
-  char *node;
-  char *pool;
-  enum cand_state state;
-};
-
-struct carp_disruption {
-  uv_loop_t *loop;
-  struct carp_cluster *cluster;
-  struct carp_kube *kube;
-  struct carp_disruption_options o;
-  uv_timer_t poll;
-  uv_timer_t validate;
-  int handles; /* open timers */
-  int active;
-  int closing;
-  int pending; /* writes in flight */
-  int64_t active_since;
-  enum dis_state state;
-  struct cand_rec *cmd;
-  size_t ncmd;
-  size_t running;
-  int64_t cmd_at;
-  struct carp_map expiring; /* nodeclaim name -> struct expiring */
-  struct carp_map blocked;  /* nodepool name (copy) -> last event ms */
-  void (*close_cb)(void *arg);
-  void *close_arg;
-  struct carp_metric *m_disrupted;
-  struct carp_metric *m_decisions;
-  struct carp_metric *m_eligible;
-  struct carp_metric *m_failed_validations;
-  struct carp_metric *m_allowed;
-};
-
-static int64_t now_ms(void)
+static int64_t now_ms(struct carp_disruption *d)
 {
-  return carp_time_wall_ms();
+  return carp_controller_now(&d->base);
 }
 
-static const char *label(const struct carp_kvset *s, const char *key)
-{
-  const char *v = carp_kvset_get(s, key);
-  return v ? v : "";
-}
+/* ---- events that must not repeat too often ---- */
 
-static const char *policy_name(const struct carp_nodepool *np)
+static int due(struct carp_map *m, const char *key, int64_t now, int64_t every)
 {
-  if (!np)
-    return "";
-  switch (np->consolidation_policy) {
-  case CARP_CONSOLIDATE_WHEN_EMPTY:
-    return "WhenEmpty";
-  case CARP_CONSOLIDATE_BALANCED:
-    return "Balanced";
-  case CARP_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED:
-    break;
+  int64_t *last = carp_map_gets(m, key);
+  if (last && now - *last < every)
+    return 0;
+  if (!last) {
+    char *k = carp_strdup(key);
+    last = carp_malloc(sizeof(*last));
+    carp_map_puts(m, k, last);
   }
-  return "WhenEmptyOrUnderutilized";
+  *last = now;
+  return 1;
 }
 
-static void event(struct carp_disruption *d, const struct carp_objmeta *m,
-                  const char *api_version, int warning, const char *reason,
-                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-
-static void event(struct carp_disruption *d, const struct carp_objmeta *m,
-                  const char *api_version, int warning, const char *reason,
-                  const char *fmt, ...)
+static void map_free(struct carp_map *m)
 {
-  struct carp_event_target t;
-  struct carp_buf msg;
-  va_list ap;
-  if (!d->o.recorder || !m)
-    return;
-  carp_buf_init(&msg, 4096);
-  va_start(ap, fmt);
-  carp_buf_vprintf(&msg, fmt, ap);
-  va_end(ap);
-  t = carp_event_target_of(m, api_version);
-  carp_recorder_event(d->o.recorder, &t,
-                      warning ? CARP_EVENT_WARNING : CARP_EVENT_NORMAL, reason,
-                      "%s", carp_buf_cstr(&msg));
-  carp_buf_free(&msg);
-}
-
-/* ---- writes ---- */
-
-typedef void (*write_cb)(struct carp_disruption *d, void *arg,
-                         const struct carp_kube_result *res);
-
-struct write_ctx {
-  struct carp_disruption *d;
-  write_cb cb;
-  void *arg;
-  char *what; /* for the log of side writes */
-};
-
-static void maybe_closed(struct carp_disruption *d);
-
-static void on_write(const struct carp_kube_result *res, void *arg)
-{
-  struct write_ctx *w = arg;
-  struct carp_disruption *d = w->d;
-  if (w->cb) {
-    w->cb(d, w->arg, res);
-  } else if (res->err && res->err != CARP_ECONFLICT &&
-             res->err != CARP_ENOTFOUND && res->err != CARP_ENOTLEADER &&
-             res->err != CARP_ECANCELED) {
-    CARP_LOG_WARN("disruption", "write failed", CARP_F_STR("object", w->what),
-                  CARP_F_ERR(res->err), CARP_F_STR("message", res->message));
-  }
-  carp_free(w->what);
-  carp_free(w);
-  d->pending--;
-  maybe_closed(d);
-}
-
-static struct write_ctx *ctx_new(struct carp_disruption *d, const char *what,
-                                 write_cb cb, void *arg)
-{
-  struct write_ctx *w = CARP_NEW(struct write_ctx);
-  w->d = d;
-  w->cb = cb;
-  w->arg = arg;
-  w->what = carp_strdup(what);
-  d->pending++;
-  return w;
-}
-
-static void ctx_fail(struct carp_disruption *d, struct write_ctx *w)
-{
-  d->pending--;
-  carp_free(w->what);
-  carp_free(w);
-}
-
-static int patch(struct carp_disruption *d, const struct carp_kube_ref *ref,
-                 const struct carp_buf *body, write_cb cb, void *arg)
-{
-  struct write_ctx *w = ctx_new(d, ref->name, cb, arg);
-  int rc = carp_kube_patch(d->kube, ref, CARP_PATCH_MERGE, body->ptr, body->len,
-                           1, on_write, w);
-  if (rc)
-    ctx_fail(d, w);
-  return rc;
-}
-
-static int delete_claim(struct carp_disruption *d, const char *name,
-                        const char *uid, write_cb cb, void *arg)
-{
-  struct carp_kube_ref ref = {.group = CARP_KARPENTER_GROUP,
-                              .version = CARP_KARPENTER_VERSION,
-                              .resource = "nodeclaims",
-                              .name = name};
-  struct carp_kube_delete_options o = {.uid = uid, .grace_seconds = -1};
-  struct write_ctx *w = ctx_new(d, name, cb, arg);
-  int rc = carp_kube_delete(d->kube, &ref, &o, on_write, w);
-  if (rc)
-    ctx_fail(d, w);
-  return rc;
-}
-
-/* A NodeClaim status condition, written when it changes (side write).
- * status < 0 clears it. */
-static void claim_condition(struct carp_disruption *d,
-                            const struct carp_nodeclaim *nc, const char *type,
-                            int status, const char *reason, const char *msg)
-{
-  struct carp_kube_ref ref = {.group = CARP_KARPENTER_GROUP,
-                              .version = CARP_KARPENTER_VERSION,
-                              .resource = "nodeclaims",
-                              .name = nc->meta.name,
-                              .subresource = "status"};
-  struct carp_nodeclaim_status st;
-  struct carp_buf body;
-  int changed;
-  carp_nodeclaim_status_copy(&st, &nc->status);
-  if (status < 0)
-    changed = carp_conditions_clear(&st.conditions, type);
-  else
-    changed = carp_conditions_set(&st.conditions, &carp_condset_nodeclaim, type,
-                                  (enum carp_cond_status)status, reason, msg,
-                                  nc->meta.generation, now_ms());
-  if (changed) {
-    carp_buf_init(&body, CARP_BUF_UNLIMITED);
-    if (!carp_nodeclaim_status_patch(&st, nc->meta.resource_version, &body))
-      patch(d, &ref, &body, NULL, NULL);
-    carp_buf_free(&body);
-  }
-  carp_nodeclaim_status_cleanup(&st);
-}
-
-static void put_taint(struct carp_jw *w, const struct carp_taint *t)
-{
-  carp_jw_obj(w);
-  carp_jw_kstr(w, "key", t->key);
-  if (t->value && *t->value)
-    carp_jw_kstr(w, "value", t->value);
-  carp_jw_kstr(w, "effect", carp_taint_effect_name(t->effect));
-  carp_jw_obj_end(w);
-}
-
-/* Adds (or removes) karpenter.sh/disrupted:NoSchedule, conditionally. */
-static int taint_node(struct carp_disruption *d, const struct carp_node *node,
-                      int add, write_cb cb, void *arg)
-{
-  struct carp_kube_ref ref = {
-      .version = "v1", .resource = "nodes", .name = node->meta.name};
-  struct carp_taint disrupted = {.key = CARP_TAINT_DISRUPTED,
-                                 .value = "",
-                                 .effect = CARP_EFFECT_NO_SCHEDULE};
-  struct carp_buf body;
-  struct carp_jw w;
-  uint32_t i;
-  int rc;
-  carp_buf_init(&body, 64 * 1024);
-  carp_jw_init(&w, &body);
-  carp_jw_obj(&w);
-  carp_jw_key(&w, "metadata");
-  carp_jw_obj(&w);
-  carp_jw_kstr(&w, "resourceVersion", node->meta.resource_version);
-  carp_jw_obj_end(&w);
-  carp_jw_key(&w, "spec");
-  carp_jw_obj(&w);
-  carp_jw_key(&w, "taints");
-  carp_jw_arr(&w);
-  for (i = 0; i < node->ntaints; i++)
-    if (strcmp(node->taints[i].key, CARP_TAINT_DISRUPTED))
-      put_taint(&w, &node->taints[i]);
-  if (add)
-    put_taint(&w, &disrupted);
-  carp_jw_arr_end(&w);
-  carp_jw_obj_end(&w);
-  carp_jw_obj_end(&w);
-  rc = carp_jw_finish(&w);
-  if (!rc)
-    rc = patch(d, &ref, &body, cb, arg);
-  carp_buf_free(&body);
-  return rc;
-}
-
-/* ---- commands ---- */
-
-static void cmd_free(struct carp_disruption *d)
-{
-  size_t i;
-  for (i = 0; i < d->ncmd; i++) {
-    carp_free(d->cmd[i].claim);
-    carp_free(d->cmd[i].uid);
-    carp_free(d->cmd[i].node);
-    carp_free(d->cmd[i].pool);
-  }
-  carp_free(d->cmd);
-  d->cmd = NULL;
-  d->ncmd = 0;
-  d->running = 0;
-  d->state = ST_IDLE;
-}
-
-static void cand_failed(struct carp_disruption *d, struct cand_rec *r,
-                        int untaint)
-{
-  const struct carp_node *node = carp_cluster_node(d->cluster, r->node);
-  r->state = C_FAILED;
-  carp_cluster_unmark(d->cluster, r->claim);
-  if (untaint && node && !node->meta.deletion_ms && !d->closing)
-    taint_node(d, node, 0, NULL, NULL);
-}
-
-static void cand_finished(struct carp_disruption *d)
-{
-  size_t i, ok = 0;
-  if (--d->running > 0)
-    return;
-  for (i = 0; i < d->ncmd; i++)
-    if (d->cmd[i].state == C_DELETED)
-      ok++;
-  if (!ok || d->closing) {
-    if (!d->closing)
-      cmd_free(d);
-    return;
-  }
-  carp_metric_add(d->m_decisions, CARP_VALUES("delete", METRIC_EMPTY, ""), 1);
-  d->state = ST_WAITING;
-  d->cmd_at = now_ms();
-}
-
-static void on_claim_deleted(struct carp_disruption *d, void *arg,
-                             const struct carp_kube_result *res)
-{
-  struct cand_rec *r = arg;
-  const struct carp_nodeclaim *nc =
-      carp_cluster_nodeclaim(d->cluster, r->claim);
-  const struct carp_nodepool *np = carp_cluster_nodepool(d->cluster, r->pool);
-  if (res->err) {
-    if (res->err != CARP_ECANCELED && res->err != CARP_ENOTLEADER)
-      CARP_LOG_WARN("disruption", "deleting the nodeclaim failed",
-                    CARP_F_STR("nodeclaim", r->claim), CARP_F_ERR(res->err),
-                    CARP_F_STR("message", res->message));
-    cand_failed(d, r, res->err != CARP_ENOTFOUND);
-    cand_finished(d);
-    return;
-  }
-  r->state = C_DELETED;
-  carp_metric_add(
-      d->m_disrupted,
-      CARP_VALUES(METRIC_EMPTY, r->pool,
-                  nc ? label(nc->meta.labels, CARP_LABEL_CAPACITY_TYPE_KEY)
-                     : "",
-                  policy_name(np), "graceful"),
-      1);
-  cand_finished(d);
-}
-
-static void on_node_tainted(struct carp_disruption *d, void *arg,
-                            const struct carp_kube_result *res)
-{
-  struct cand_rec *r = arg;
-  const struct carp_nodeclaim *nc =
-      carp_cluster_nodeclaim(d->cluster, r->claim);
-  const struct carp_node *node = carp_cluster_node(d->cluster, r->node);
-  if (res->err || !nc || strcmp(nc->meta.uid, r->uid) || d->closing) {
-    if (res->err && res->err != CARP_ECANCELED && res->err != CARP_ENOTLEADER)
-      CARP_LOG_INFO("disruption", "tainting the node failed, skipping it",
-                    CARP_F_STR("node", r->node), CARP_F_ERR(res->err),
-                    CARP_F_STR("message", res->message));
-    cand_failed(d, r, !res->err);
-    cand_finished(d);
-    return;
-  }
-  event(d, node ? &node->meta : NULL, "v1", 0, "DisruptionTerminating",
-        "Disrupting Node: %s", REASON_EMPTY);
-  event(d, &nc->meta, "karpenter.sh/v1", 0, "DisruptionTerminating",
-        "Disrupting NodeClaim: %s", REASON_EMPTY);
-  claim_condition(d, nc, CARP_COND_DISRUPTION_REASON, CARP_COND_TRUE,
-                  REASON_EMPTY, "");
-  if (delete_claim(d, r->claim, r->uid, on_claim_deleted, r)) {
-    cand_failed(d, r, 1);
-    cand_finished(d);
-  }
-}
-
-static void execute(struct carp_disruption *d)
-{
-  size_t i, n = 0;
-  struct carp_buf names;
-  d->state = ST_EXECUTING;
-  d->running = 1; /* held while starting */
-  carp_buf_init(&names, 64 * 1024);
-  for (i = 0; i < d->ncmd; i++) {
-    struct cand_rec *r = &d->cmd[i];
-    const struct carp_node *node;
-    if (r->state != C_CHOSEN)
-      continue;
-    node = carp_cluster_node(d->cluster, r->node);
-    if (!node) {
-      r->state = C_FAILED;
-      continue;
-    }
-    carp_cluster_mark_for_deletion(d->cluster, r->claim);
-    r->state = C_RUNNING;
-    d->running++;
-    if (taint_node(d, node, 1, on_node_tainted, r)) {
-      cand_failed(d, r, 0);
-      d->running--;
-      continue;
-    }
-    carp_buf_printf(&names, "%s%s", n++ ? "," : "", r->claim);
-  }
-  if (n)
-    CARP_LOG_INFO("disruption", "disrupting nodeclaim(s) via delete",
-                  CARP_F_STR("reason", REASON_EMPTY),
-                  CARP_F_STR("nodeclaims", carp_buf_cstr(&names)),
-                  CARP_F_INT("count", (int64_t)n));
-  carp_buf_free(&names);
-  cand_finished(d);
-}
-
-/* The validation delay is over: keep the candidates that still are, as
- * far as the budgets allow, and act on them. */
-static void on_validate(uv_timer_t *timer)
-{
-  struct carp_disruption *d = timer->data;
-  struct dis_analysis a;
-  int64_t *used;
-  size_t i, j, kept = 0;
-  if (d->state != ST_VALIDATING)
-    return;
-  if (!d->active || d->closing || !carp_cluster_synced(d->cluster)) {
-    cmd_free(d);
-    return;
-  }
-  carp__dis_analyze(d->cluster, now_ms(), d->active_since, &a);
-  used = carp_calloc(a.npools ? a.npools : 1, sizeof(*used));
-  for (i = 0; i < d->ncmd; i++) {
-    struct cand_rec *r = &d->cmd[i];
-    const struct dis_cand *c = NULL;
-    for (j = 0; j < a.ncands && !c; j++)
-      if (!strcmp(a.cands[j].nc->meta.name, r->claim) &&
-          !strcmp(a.cands[j].nc->meta.uid, r->uid) &&
-          !strcmp(a.cands[j].node->meta.name, r->node))
-        c = &a.cands[j];
-    if (!c || !c->empty || used[c->pool] >= a.pools[c->pool].allowed) {
-      CARP_LOG_INFO("disruption", "candidate no longer valid",
-                    CARP_F_STR("nodeclaim", r->claim),
-                    CARP_F_STR("why", !c          ? "no longer a candidate"
-                                      : !c->empty ? "no longer empty"
-                                                  : "budget exhausted"));
-      r->state = C_FAILED;
-      continue;
-    }
-    used[c->pool]++;
-    kept++;
-  }
-  carp_free(used);
-  carp__dis_analysis_free(&a);
-  if (!kept) {
-    CARP_LOG_INFO("disruption", "abandoning command: validation failed",
-                  CARP_F_STR("reason", REASON_EMPTY));
-    carp_metric_add(d->m_failed_validations, CARP_VALUES(""), 1);
-    cmd_free(d);
-    return;
-  }
-  execute(d);
-}
-
-/* ---- expiration ---- */
-
-static void expiring_free(struct expiring *e)
-{
-  if (!e)
-    return;
-  carp_free(e->name);
-  carp_free(e->uid);
-  carp_free(e);
-}
-
-static void on_expired_deleted(struct carp_disruption *d, void *arg,
-                               const struct carp_kube_result *res)
-{
-  char *name = arg;
-  if (res->err) {
-    /* Forget it: the next poll tries again. */
-    if (res->err != CARP_ENOTFOUND && res->err != CARP_ECANCELED &&
-        res->err != CARP_ENOTLEADER)
-      CARP_LOG_WARN("disruption", "deleting an expired nodeclaim failed",
-                    CARP_F_STR("nodeclaim", name), CARP_F_ERR(res->err),
-                    CARP_F_STR("message", res->message));
-    expiring_free(carp_map_dels(&d->expiring, name));
-  }
-  carp_free(name);
-}
-
-static void expire(struct carp_disruption *d, int64_t now)
-{
-  struct carp_store *claims = carp_informer_store(d->cluster->nodeclaims);
-  struct carp_store_iter it;
-  struct carp_map_iter mi;
-  struct carp_objmeta *m;
+  struct carp_map_iter it;
   const char *k;
   void *v;
-  /* Forget NodeClaims that the cache shows going or gone. */
-  carp_map_iter_init(&mi);
-  while (carp_map_next(&d->expiring, &mi, &k, NULL, &v)) {
-    struct expiring *e = v;
-    const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(d->cluster, k);
-    if (!nc || nc->meta.deletion_ms || strcmp(nc->meta.uid, e->uid)) {
-      carp_map_dels(&d->expiring, k);
-      expiring_free(e);
-    }
+  carp_map_iter_init(&it);
+  while (carp_map_next(m, &it, &k, NULL, &v)) {
+    carp_free((char *)k);
+    carp_free(v);
   }
-  carp_store_iter_init(&it);
-  while ((m = carp_store_next(claims, &it))) {
-    const struct carp_nodeclaim *nc = (const struct carp_nodeclaim *)m;
-    const char *pool = carp_nodeclaim_nodepool(nc);
-    struct expiring *e;
-    char age[CARP_DURATION_LEN];
-    if (nc->meta.deletion_ms || !carp__dis_managed(nc) ||
-        nc->spec.expire_after_ms == CARP_DURATION_NEVER ||
-        now - nc->meta.creation_ms < nc->spec.expire_after_ms ||
-        carp_map_gets(&d->expiring, nc->meta.name))
-      continue;
-    e = CARP_NEW(struct expiring);
-    e->uid = carp_strdup(nc->meta.uid);
-    e->name = carp_strdup(nc->meta.name);
-    carp_map_puts(&d->expiring, e->name, e);
-    carp_duration_format(nc->spec.expire_after_ms, age);
-    CARP_LOG_INFO("disruption", "deleting expired nodeclaim",
-                  CARP_F_STR("nodeclaim", nc->meta.name),
-                  CARP_F_STR("expireAfter", age));
-    event(d, &nc->meta, "karpenter.sh/v1", 0, "Expired",
-          "NodeClaim reached its expireAfter (%s)", age);
-    carp_metric_add(
-        d->m_disrupted,
-        CARP_VALUES(
-            "expired", pool ? pool : "",
-            label(nc->meta.labels, CARP_LABEL_CAPACITY_TYPE_KEY),
-            policy_name(pool ? carp_cluster_nodepool(d->cluster, pool) : NULL),
-            "forceful"),
-        1);
-    /* The callback owns a copy of the name: the map's may go first. */
-    {
-      char *copy = carp_strdup(e->name);
-      if (delete_claim(d, e->name, e->uid, on_expired_deleted, copy)) {
-        carp_free(copy);
-        expiring_free(carp_map_dels(&d->expiring, nc->meta.name));
-      }
-    }
-  }
+  carp_map_free(m);
 }
 
-/* ---- Consolidatable ---- */
-
-static void consolidatable(struct carp_disruption *d, int64_t now)
+static void unconsolidatable(struct carp_disruption *d,
+                             const struct carp_nodeclaim *nc,
+                             const struct carp_node *node, const char *why,
+                             int64_t now)
 {
-  struct carp_store *claims = carp_informer_store(d->cluster->nodeclaims);
-  struct carp_store_iter it;
-  struct carp_objmeta *m;
-  carp_store_iter_init(&it);
-  while ((m = carp_store_next(claims, &it))) {
-    const struct carp_nodeclaim *nc = (const struct carp_nodeclaim *)m;
-    const char *pool = carp_nodeclaim_nodepool(nc);
-    const struct carp_nodepool *np =
-        pool ? carp_cluster_nodepool(d->cluster, pool) : NULL;
-    const struct carp_node *node;
-    int want, has;
-    if (nc->meta.deletion_ms || !carp__dis_managed(nc) || !np ||
-        !carp_conditions_is_true(&nc->status.conditions, CARP_COND_INITIALIZED))
-      continue;
-    node = carp_cluster_node_of_nodeclaim(d->cluster, nc);
-    want = np->consolidate_after_ms != CARP_DURATION_NEVER &&
-           now - carp__dis_since(d->cluster, nc, node, d->active_since) >=
-               np->consolidate_after_ms;
-    has = carp_conditions_is_true(&nc->status.conditions,
-                                  CARP_COND_CONSOLIDATABLE);
-    if (want && !has)
-      claim_condition(d, nc, CARP_COND_CONSOLIDATABLE, CARP_COND_TRUE,
-                      "Consolidatable", "");
-    else if (!want && carp_conditions_get(&nc->status.conditions,
-                                          CARP_COND_CONSOLIDATABLE))
-      claim_condition(d, nc, CARP_COND_CONSOLIDATABLE, -1, NULL, NULL);
-  }
+  struct carp_controller *c = &d->base;
+  if (!due(&d->unconsol, nc->meta.name, now, EVENT_EVERY_MS))
+    return;
+  if (node)
+    carp_controller_event(c, &node->meta, "v1", CARP_EVENT_NORMAL,
+                          "Unconsolidatable", "%s", why);
+  carp_controller_event(c, &nc->meta, "karpenter.sh/v1", CARP_EVENT_NORMAL,
+                        "Unconsolidatable", "%s", why);
 }
 
-/* ---- the poll ---- */
-
-static int command_settled(struct carp_disruption *d, int64_t now)
+static void blocked_event(struct carp_disruption *d, const struct dis_pool *p,
+                          enum carp_disruption_reason r, size_t waiting,
+                          int64_t now)
 {
+  char key[300];
+  snprintf(key, sizeof(key), "%s/%d", p->np->meta.name, (int)r);
+  if (!due(&d->blocked, key, now, BLOCKED_EVENT_MS))
+    return;
+  CARP_LOG_INFO("disruption", "disruption blocked by the disruption budget",
+                CARP_F_STR("nodepool", p->np->meta.name),
+                CARP_F_STR("reason", carp__dis_reason_name(r)),
+                CARP_F_INT("candidates", (int64_t)waiting),
+                CARP_F_INT("disrupting", p->disrupting));
+  carp_controller_event(&d->base, &p->np->meta, "karpenter.sh/v1",
+                        CARP_EVENT_NORMAL, "DisruptionBlocked",
+                        "No allowed disruptions for disruption reason %s due "
+                        "to blocking budget",
+                        carp__dis_reason_name(r));
+}
+
+/* ---- metrics of a poll ---- */
+
+static void publish(struct carp_disruption *d, const struct dis_analysis *a,
+                    int64_t now)
+{
+  size_t p, i, eligible[CARP_DISRUPT_NREASONS] = {0};
+  int r;
+  for (p = 0; p < a->npools; p++) {
+    const struct dis_pool *pool = &a->pools[p];
+    size_t nonempty = pool->cands - pool->empty;
+    for (r = 0; r < CARP_DISRUPT_NREASONS; r++) {
+      const char *rn = carp__dis_reason_name((enum carp_disruption_reason)r);
+      carp_metric_set(d->m_allowed, CARP_VALUES(pool->np->meta.name, rn),
+                      (double)pool->budget[r]);
+      carp_metric_set(d->m_consuming, CARP_VALUES(pool->np->meta.name, rn),
+                      (double)pool->disrupting);
+    }
+    if (pool->empty && !pool->allowed[CARP_DISRUPT_EMPTY])
+      blocked_event(d, pool, CARP_DISRUPT_EMPTY, pool->empty, now);
+    if (nonempty && !pool->allowed[CARP_DISRUPT_UNDERUTILIZED] &&
+        pool->np->consolidation_policy != CARP_CONSOLIDATE_WHEN_EMPTY)
+      blocked_event(d, pool, CARP_DISRUPT_UNDERUTILIZED, nonempty, now);
+  }
+  for (i = 0; i < a->ncands; i++) {
+    const struct dis_pool *pool = &a->pools[a->cands[i].pool];
+    if (a->cands[i].empty)
+      eligible[CARP_DISRUPT_EMPTY]++;
+    else if (pool->np->consolidation_policy != CARP_CONSOLIDATE_WHEN_EMPTY)
+      eligible[CARP_DISRUPT_UNDERUTILIZED]++;
+  }
+  for (r = 0; r < CARP_DISRUPT_NREASONS; r++)
+    carp_metric_set(
+        d->m_eligible,
+        CARP_VALUES(carp__dis_reason_label((enum carp_disruption_reason)r)),
+        (double)eligible[r]);
+  for (i = 0; i < a->nblocked; i++)
+    unconsolidatable(d, a->blocked[i].nc, a->blocked[i].node, a->blocked[i].why,
+                     now);
+}
+
+/* ---- deciding ---- */
+
+static void record(struct carp_disruption *d, const struct dis_analysis *a,
+                   struct dis_command *cmd, int64_t now)
+{
+  struct dis_cmd *k = &d->cmd;
   size_t i;
-  if (now - d->cmd_at >= (int64_t)d->o.command_timeout_ms) {
-    CARP_LOG_WARN("disruption",
-                  "previous command's nodeclaims still terminating; "
-                  "deciding again",
-                  CARP_F_DURATION("waited", now - d->cmd_at));
-    return 1;
+  memset(k, 0, sizeof(*k));
+  k->method = cmd->method;
+  k->reason = cmd->reason;
+  k->decision = cmd->plan.decision;
+  k->c = carp_calloc(cmd->ncands, sizeof(*k->c));
+  k->n = cmd->ncands;
+  for (i = 0; i < cmd->ncands; i++) {
+    const struct dis_cand *cd = &a->cands[cmd->cands[i]];
+    const char *ct =
+        carp_kvset_get(cd->nc->meta.labels, CARP_LABEL_CAPACITY_TYPE_KEY);
+    k->c[i].claim = carp_strdup(cd->nc->meta.name);
+    k->c[i].uid = carp_strdup(cd->nc->meta.uid);
+    k->c[i].node = carp_strdup(cd->node->meta.name);
+    k->c[i].pool = carp_strdup(a->pools[cd->pool].np->meta.name);
+    k->c[i].capacity_type = carp_strdup(ct ? ct : "");
   }
-  for (i = 0; i < d->ncmd; i++) {
-    const struct carp_nodeclaim *nc;
-    if (d->cmd[i].state != C_DELETED)
-      continue;
-    nc = carp_cluster_nodeclaim(d->cluster, d->cmd[i].claim);
-    if (nc && !strcmp(nc->meta.uid, d->cmd[i].uid))
-      return 0;
+  k->repl = cmd->plan.repl;
+  memset(&cmd->plan.repl, 0, sizeof(cmd->plan.repl));
+  k->decided_ms = now;
+  k->savings = cmd->savings;
+  k->score = cmd->score;
+}
+
+static void scored(struct carp_disruption *d, const struct dis_analysis *a,
+                   const struct dis_command *cmd, int approved)
+{
+  const char *pool = a->pools[a->cands[cmd->cands[0]].pool].np->meta.name;
+  const char *decision = approved ? "approved" : "rejected";
+  if (cmd->score < 0)
+    return;
+  carp_metric_observe(d->m_score, CARP_VALUES(decision, pool, "Balanced"),
+                      cmd->score);
+  carp_metric_add(d->m_moves, CARP_VALUES(decision, pool, "Balanced"), 1);
+}
+
+static void decide(struct carp_disruption *d, const struct dis_analysis *a,
+                   int64_t now)
+{
+  struct carp_controller *c = &d->base;
+  struct dis_command cmd;
+  struct dis_notes notes = {0};
+  uint64_t t0 = carp_controller_mono(c);
+  size_t i;
+  int found;
+  memset(&cmd, 0, sizeof(cmd));
+  found = carp__dis_decide(c->env.cluster, c->env.provider, a, &cmd, &notes);
+  carp_metric_observe(
+      d->m_eval,
+      CARP_VALUES(carp__dis_reason_label(found ? cmd.reason
+                                               : CARP_DISRUPT_UNDERUTILIZED),
+                  found ? carp__dis_method_name(cmd.method) : "single"),
+      (double)(carp_controller_mono(c) - t0) / 1000.0);
+  for (i = 0; i < notes.n; i++) {
+    unconsolidatable(d, notes.v[i].nc, notes.v[i].node, notes.v[i].why, now);
+    if (notes.v[i].score >= 0) {
+      carp_metric_observe(d->m_score,
+                          CARP_VALUES("rejected", notes.v[i].pool, "Balanced"),
+                          notes.v[i].score);
+      carp_metric_add(d->m_moves,
+                      CARP_VALUES("rejected", notes.v[i].pool, "Balanced"), 1);
+    }
+  }
+  carp__dis_notes_free(&notes);
+  if (!found)
+    return;
+  scored(d, a, &cmd, 1);
+  record(d, a, &cmd, now);
+  d->state = ST_VALIDATING;
+  CARP_LOG_INFO(
+      "disruption", "disruption command found; validating",
+      CARP_F_STR("reason", carp__dis_reason_name(cmd.reason)),
+      CARP_F_STR("consolidation_type", carp__dis_method_name(cmd.method)),
+      CARP_F_STR("decision",
+                 cmd.plan.decision == DIS_REPLACE ? "replace" : "delete"),
+      CARP_F_INT("count", (int64_t)cmd.ncands),
+      CARP_F_DURATION("delay", d->o.validation_delay_ms));
+  carp__dis_command_cleanup(&cmd);
+}
+
+/* ---- validating ---- */
+
+static int validate(struct carp_disruption *d, const struct dis_analysis *a)
+{
+  struct carp_controller *c = &d->base;
+  struct dis_cmd *k = &d->cmd;
+  int64_t *used = carp_calloc(a->npools + 1, sizeof(*used));
+  size_t *idx = carp_calloc(k->n + 1, sizeof(size_t));
+  const char *why = NULL;
+  size_t i, j;
+  for (i = 0; i < k->n && !why; i++) {
+    const struct dis_cand *cd = NULL;
+    for (j = 0; j < a->ncands && !cd; j++)
+      if (!strcmp(a->cands[j].nc->meta.name, k->c[i].claim) &&
+          !strcmp(a->cands[j].nc->meta.uid, k->c[i].uid) &&
+          !strcmp(a->cands[j].node->meta.name, k->c[i].node))
+        cd = &a->cands[j];
+    if (!cd)
+      why = "a candidate is no longer one";
+    else if (k->reason == CARP_DISRUPT_EMPTY && !cd->empty)
+      why = "a candidate is no longer empty";
+    else if (used[cd->pool] >= a->pools[cd->pool].allowed[k->reason])
+      why = "the budget no longer allows it";
+    else {
+      used[cd->pool]++;
+      idx[i] = (size_t)(cd - a->cands);
+    }
+  }
+  if (!why && k->reason != CARP_DISRUPT_EMPTY) {
+    struct dis_sim *sim = NULL;
+    struct dis_plan plan;
+    if (carp__dis_sim_new(c->env.cluster, c->env.provider, a, &sim)) {
+      why = "the simulation could not be built";
+    } else {
+      carp__dis_sim_run(sim, idx, k->n, k->decision == DIS_REPLACE, &plan);
+      if (plan.decision == DIS_NONE ||
+          (k->decision == DIS_DELETE && plan.decision != DIS_DELETE))
+        why = "the simulation no longer allows it";
+      else if (plan.decision == DIS_REPLACE && plan.repl.price > k->repl.price)
+        why = "the replacement would now cost more";
+      else if (plan.decision == DIS_REPLACE) {
+        /* Carry out the plan that holds now. */
+        carp_free(k->repl.nodepool);
+        carp_free(k->repl.body);
+        carp_free(k->repl.types);
+        carp_resources_cleanup(&k->repl.capacity);
+        k->repl = plan.repl;
+        memset(&plan.repl, 0, sizeof(plan.repl));
+      } else {
+        k->decision = DIS_DELETE;
+      }
+      carp__dis_plan_cleanup(&plan);
+      carp__dis_sim_free(sim);
+    }
+  }
+  carp_free(used);
+  carp_free(idx);
+  if (why) {
+    CARP_LOG_INFO("disruption", "abandoning command: validation failed",
+                  CARP_F_STR("reason", carp__dis_reason_name(k->reason)),
+                  CARP_F_STR("why", why));
+    carp_metric_add(d->m_failed_validations,
+                    CARP_VALUES(carp__dis_method_name(k->method)), 1);
+    return 0;
   }
   return 1;
 }
 
-static void blocked_event(struct carp_disruption *d, const struct dis_pool *p,
-                          int64_t now)
-{
-  int64_t *last = carp_map_gets(&d->blocked, p->np->meta.name);
-  if (last && now - *last < BLOCKED_EVENT_MS)
-    return;
-  if (!last) {
-    char *key = carp_strdup(p->np->meta.name);
-    /* The key lives in the map until close. */
-    last = carp_malloc(sizeof(*last));
-    carp_map_puts(&d->blocked, key, last);
-  }
-  *last = now;
-  CARP_LOG_INFO("disruption", "empty nodes blocked by the disruption budget",
-                CARP_F_STR("nodepool", p->np->meta.name),
-                CARP_F_INT("empty", (int64_t)p->empty),
-                CARP_F_INT("disrupting", p->disrupting));
-  event(d, &p->np->meta, "karpenter.sh/v1", 0, "DisruptionBlocked",
-        "No allowed disruptions for disruption reason %s due to blocking "
-        "budget",
-        REASON_EMPTY);
-}
+/* ---- the poll ---- */
 
-static void on_poll(uv_timer_t *timer)
+static void reconcile(struct carp_controller *c, const char *key)
 {
-  struct carp_disruption *d = timer->data;
+  struct carp_disruption *d = DIS(c);
   struct dis_analysis a;
-  size_t i, p, n = 0;
-  int64_t now;
-  if (!d->active || d->closing || !carp_cluster_synced(d->cluster))
-    return;
-  now = now_ms();
-  expire(d, now);
-  consolidatable(d, now);
-  carp__dis_analyze(d->cluster, now, d->active_since, &a);
-  for (p = 0; p < a.npools; p++)
-    carp_metric_set(d->m_allowed,
-                    CARP_VALUES(a.pools[p].np->meta.name, REASON_EMPTY),
-                    (double)a.pools[p].budget);
-  carp_metric_set(d->m_eligible, CARP_VALUES(METRIC_EMPTY), (double)a.ncands);
-  if (d->state == ST_WAITING && command_settled(d, now))
-    cmd_free(d);
-  if (d->state != ST_IDLE) {
-    carp__dis_analysis_free(&a);
-    return;
-  }
-  /* Up to each pool's allowance of its empty candidates. */
-  for (p = 0; p < a.npools; p++) {
-    struct dis_pool *pool = &a.pools[p];
-    int64_t take = pool->allowed;
-    if (pool->empty && !take)
-      blocked_event(d, pool, now);
-    for (i = 0; i < a.ncands && take > 0; i++) {
-      struct cand_rec *r;
-      if (a.cands[i].pool != p || !a.cands[i].empty)
-        continue;
-      d->cmd = carp_reallocarray(d->cmd, d->ncmd + 1, sizeof(*d->cmd));
-      r = &d->cmd[d->ncmd++];
-      memset(r, 0, sizeof(*r));
-      r->claim = carp_strdup(a.cands[i].nc->meta.name);
-      r->uid = carp_strdup(a.cands[i].nc->meta.uid);
-      r->node = carp_strdup(a.cands[i].node->meta.name);
-      r->pool = carp_strdup(pool->np->meta.name);
-      take--;
-      n++;
+  int64_t now = now_ms(d);
+  uint64_t after = d->o.poll_interval_ms;
+  carp__dis_progress(d, now);
+  carp__dis_analyze(c->env.cluster, c->env.provider, now, d->active_since, &a);
+  publish(d, &a, now);
+  if (d->state == ST_VALIDATING) {
+    int64_t due_at = d->cmd.decided_ms + (int64_t)d->o.validation_delay_ms;
+    if (now < due_at) {
+      after = (uint64_t)(due_at - now);
+    } else if (validate(d, &a)) {
+      carp__dis_execute(d);
+    } else {
+      carp__dis_cmd_free(d);
     }
+  } else if (d->state == ST_IDLE) {
+    decide(d, &a, now);
+    if (d->state == ST_VALIDATING)
+      after = d->o.validation_delay_ms;
   }
   carp__dis_analysis_free(&a);
-  if (!n)
-    return;
-  d->state = ST_VALIDATING;
-  CARP_LOG_INFO("disruption", "empty nodes found; validating",
-                CARP_F_INT("count", (int64_t)n),
-                CARP_F_DURATION("delay", d->o.validation_delay_ms));
-  uv_timer_start(&d->validate, on_validate, d->o.validation_delay_ms, 0);
+  if (after > d->o.poll_interval_ms)
+    after = d->o.poll_interval_ms;
+  carp_controller_done(c, key, CARP_RECONCILE_REQUEUE_AFTER, after);
 }
 
-/* ---- lifecycle ---- */
-
-void carp_disruption_set_active(struct carp_disruption *d, int active)
+static void activated(struct carp_controller *c)
 {
-  if (d->closing || active == d->active)
-    return;
-  d->active = active;
-  if (active) {
-    d->active_since = now_ms();
-    uv_timer_start(&d->poll, on_poll, d->o.poll_interval_ms,
-                   d->o.poll_interval_ms);
-  } else {
-    uv_timer_stop(&d->poll);
-    uv_timer_stop(&d->validate);
-    if (d->state == ST_VALIDATING)
-      cmd_free(d);
-  }
+  struct carp_disruption *d = DIS(c);
+  /* The pod history before now is unknown here: consolidateAfter counts
+   * from now at the earliest. */
+  d->active_since = now_ms(d);
+  carp_controller_enqueue_after(c, KEY, d->o.poll_interval_ms);
 }
 
-int carp_disruption_new(uv_loop_t *loop, struct carp_cluster *cluster,
-                        struct carp_kube *kube,
+static void deactivated(struct carp_controller *c)
+{
+  struct carp_disruption *d = DIS(c);
+  if (d->state == ST_VALIDATING)
+    carp__dis_cmd_free(d);
+}
+
+static void dis_free(struct carp_controller *c)
+{
+  struct carp_disruption *d = DIS(c);
+  carp__dis_cmd_free(d);
+  map_free(&d->blocked);
+  map_free(&d->unconsol);
+  carp_free(d);
+}
+
+static const struct carp_controller_def disruption_def = {
+    .name = "disruption",
+    .log_module = "disruption",
+    .reconcile = reconcile,
+    .activated = activated,
+    .deactivated = deactivated,
+    .free = dis_free,
+};
+
+static const double score_buckets[] = {0.1, 0.25, 0.5, 0.75, 1,
+                                       1.5, 2,    3,   5,    10};
+
+static void register_metrics(struct carp_disruption *d, struct carp_metrics *m)
+{
+  d->m_disrupted = carp_metrics_counter(
+      m, "karpenter_nodeclaims_disrupted_total",
+      "Number of nodeclaims disrupted in total by Karpenter. Labeled by "
+      "reason the nodeclaim was disrupted and the owning nodepool.",
+      CARP_LABELS("reason", "nodepool", "capacity_type", "consolidation_policy",
+                  "termination_mode"));
+  d->m_decisions = carp_metrics_counter(
+      m, "karpenter_voluntary_disruption_decisions_total",
+      "Number of disruption decisions performed. Labeled by disruption "
+      "decision, reason, and consolidation type.",
+      CARP_LABELS("decision", "reason", "consolidation_type"));
+  d->m_decisions_pool = carp_metrics_counter(
+      m, "karpenter_voluntary_disruption_decisions_by_nodepool_total",
+      "Number of disruption decisions performed, per NodePool. Labeled by "
+      "NodePool, disruption decision, reason, and consolidation type.",
+      CARP_LABELS("nodepool", "decision", "reason", "consolidation_type"));
+  d->m_eligible = carp_metrics_gauge(
+      m, "karpenter_voluntary_disruption_eligible_nodes",
+      "Number of nodes eligible for disruption by Karpenter. Labeled by "
+      "disruption reason.",
+      CARP_LABELS("reason"));
+  d->m_failed_validations = carp_metrics_counter(
+      m, "karpenter_voluntary_disruption_failed_validations_total",
+      "Number of candidates that were selected for disruption but failed "
+      "validation.",
+      CARP_LABELS("consolidation_type"));
+  d->m_queue_failures = carp_metrics_counter(
+      m, "karpenter_voluntary_disruption_queue_failures_total",
+      "Number of times that an enqueued disruption decision failed. Labeled "
+      "by disruption decision, reason, and consolidation type.",
+      CARP_LABELS("decision", "reason", "consolidation_type"));
+  d->m_timeouts = carp_metrics_counter(
+      m, "karpenter_voluntary_disruption_consolidation_timeouts_total",
+      "Number of times the Consolidation algorithm has reached a timeout. "
+      "Labeled by consolidation type.",
+      CARP_LABELS("consolidation_type"));
+  d->m_eval = carp_metrics_histogram(
+      m, "karpenter_voluntary_disruption_decision_evaluation_duration_seconds",
+      "Duration of the disruption decision evaluation process in seconds. "
+      "Labeled by method and consolidation type.",
+      CARP_LABELS("reason", "consolidation_type"),
+      carp_metrics_duration_buckets, carp_metrics_duration_buckets_len);
+  d->m_allowed = carp_metrics_gauge(
+      m, "karpenter_nodepools_allowed_disruptions",
+      "The number of nodes for a given NodePool that can be concurrently "
+      "disrupting at a point in time. Labeled by NodePool. Note that "
+      "allowed disruptions can change very rapidly, as new nodes may be "
+      "created and others may be deleted at any point.",
+      CARP_LABELS("nodepool", "reason"));
+  d->m_consuming = carp_metrics_gauge(
+      m, "karpenter_nodepools_nodes_consuming_budgets",
+      "The number of nodes for a given NodePool that are consuming "
+      "disruption budgets. Labeled by NodePool and reason.",
+      CARP_LABELS("nodepool", "reason"));
+  d->m_score = carp_metrics_histogram(
+      m, "karpenter_consolidation_score",
+      "Score of balanced consolidation moves. Labeled by decision, NodePool, "
+      "and policy.",
+      CARP_LABELS("decision", "nodepool", "policy"), score_buckets,
+      sizeof(score_buckets) / sizeof(score_buckets[0]));
+  d->m_moves = carp_metrics_counter(
+      m, "karpenter_consolidation_moves_total",
+      "Number of balanced consolidation moves. Labeled by decision, "
+      "NodePool, and policy.",
+      CARP_LABELS("decision", "nodepool", "policy"));
+  /* Carpenter has no timeout (it evaluates every candidate): the series
+   * exist at 0 so dashboards show that. */
+  carp_metric_add(d->m_timeouts, CARP_VALUES("single"), 0);
+  carp_metric_add(d->m_timeouts, CARP_VALUES("multi"), 0);
+}
+
+int carp_disruption_new(const struct carp_controller_env *env,
                         const struct carp_disruption_options *o,
-                        struct carp_disruption **out)
+                        struct carp_controller **out)
 {
   struct carp_disruption *d;
-  if (!loop || !cluster || !kube || !out)
+  int rc;
+  if (!env || !out)
     return CARP_EINVAL;
   d = CARP_NEW(struct carp_disruption);
-  d->loop = loop;
-  d->cluster = cluster;
-  d->kube = kube;
   if (o)
     d->o = *o;
   if (!d->o.poll_interval_ms)
@@ -726,90 +447,17 @@ int carp_disruption_new(uv_loop_t *loop, struct carp_cluster *cluster,
     d->o.validation_delay_ms = 15 * 1000;
   if (!d->o.command_timeout_ms)
     d->o.command_timeout_ms = 10 * 60 * 1000;
-  carp_map_init(&d->expiring);
   carp_map_init(&d->blocked);
-  uv_timer_init(loop, &d->poll);
-  uv_timer_init(loop, &d->validate);
-  d->poll.data = d->validate.data = d;
-  d->handles = 2;
-  if (d->o.metrics) {
-    d->m_disrupted = carp_metrics_counter(
-        d->o.metrics, "karpenter_nodeclaims_disrupted_total",
-        "Number of nodeclaims disrupted in total by Karpenter. Labeled by "
-        "reason the nodeclaim was disrupted and the owning nodepool.",
-        CARP_LABELS("reason", "nodepool", "capacity_type",
-                    "consolidation_policy", "termination_mode"));
-    d->m_decisions = carp_metrics_counter(
-        d->o.metrics, "karpenter_voluntary_disruption_decisions_total",
-        "Number of disruption decisions performed. Labeled by disruption "
-        "decision, reason, and consolidation type.",
-        CARP_LABELS("decision", "reason", "consolidation_type"));
-    d->m_eligible = carp_metrics_gauge(
-        d->o.metrics, "karpenter_voluntary_disruption_eligible_nodes",
-        "Number of nodes eligible for disruption by Karpenter. Labeled by "
-        "disruption reason.",
-        CARP_LABELS("reason"));
-    d->m_failed_validations = carp_metrics_counter(
-        d->o.metrics, "karpenter_voluntary_disruption_failed_validations_total",
-        "Number of candidates that were selected for disruption but failed "
-        "validation.",
-        CARP_LABELS("consolidation_type"));
-    d->m_allowed = carp_metrics_gauge(
-        d->o.metrics, "karpenter_nodepools_allowed_disruptions",
-        "The number of nodes for a given NodePool that can be concurrently "
-        "disrupting at a point in time. Labeled by NodePool. Note that "
-        "allowed disruptions can change very rapidly, as new nodes may be "
-        "created and others may be deleted at any point.",
-        CARP_LABELS("nodepool", "reason"));
+  carp_map_init(&d->unconsol);
+  rc = carp_controller_init(&d->base, env, &disruption_def);
+  if (rc) {
+    map_free(&d->blocked);
+    map_free(&d->unconsol);
+    carp_free(d);
+    return rc;
   }
-  *out = d;
+  if (env->metrics)
+    register_metrics(d, env->metrics);
+  *out = &d->base;
   return 0;
-}
-
-static void finish_close(struct carp_disruption *d)
-{
-  struct carp_map_iter it;
-  const char *k;
-  void *v;
-  void (*cb)(void *) = d->close_cb;
-  void *arg = d->close_arg;
-  cmd_free(d);
-  carp_map_iter_init(&it);
-  while (carp_map_next(&d->expiring, &it, NULL, NULL, &v))
-    expiring_free(v);
-  carp_map_free(&d->expiring);
-  carp_map_iter_init(&it);
-  while (carp_map_next(&d->blocked, &it, &k, NULL, &v)) {
-    carp_free((char *)k);
-    carp_free(v);
-  }
-  carp_map_free(&d->blocked);
-  carp_free(d);
-  if (cb)
-    cb(arg);
-}
-
-static void maybe_closed(struct carp_disruption *d)
-{
-  if (d->closing && d->handles == 0 && d->pending == 0)
-    finish_close(d);
-}
-
-static void on_timer_closed(uv_handle_t *h)
-{
-  struct carp_disruption *d = h->data;
-  d->handles--;
-  maybe_closed(d);
-}
-
-void carp_disruption_close(struct carp_disruption *d, void (*cb)(void *arg),
-                           void *arg)
-{
-  if (!d || d->closing)
-    return;
-  d->closing = 1;
-  d->close_cb = cb;
-  d->close_arg = arg;
-  uv_close((uv_handle_t *)&d->poll, on_timer_closed);
-  uv_close((uv_handle_t *)&d->validate, on_timer_closed);
 }

@@ -1,7 +1,19 @@
-/* Private parts of the disruption controller: analyze.c computes, from the
- * cluster state alone (no I/O), the NodePools' budgets and the NodeClaims
- * eligible for disruption; disruption.c holds the controller (poll,
- * validation, execution, expiration). */
+/* Private parts of the disruption module, shared by its files:
+ *
+ *   analyze.c     from the caches alone: each NodePool's budgets, the
+ *                 NodeClaims that may be disrupted voluntarily (with their
+ *                 price, pods and disruption cost) and why others may not;
+ *   simulate.c    the consolidation question - can these candidates' pods
+ *                 go elsewhere, with no new node or one cheaper one? -
+ *                 answered by the scheduler;
+ *   methods.c     emptiness, multi-node and single-node consolidation, and
+ *                 Balanced's score;
+ *   execute.c     carrying a command out: replacement first, then taint and
+ *                 delete, or roll back;
+ *   disruption.c  the controller: poll, validation, metrics, events;
+ *   expiration.c  the nodeclaim.expiration controller;
+ *   conditions.c  the nodeclaim.disruption controller (Consolidatable,
+ *                 status.lastPodEventTime). */
 #ifndef CARP_DISRUPTION_INT_H
 #define CARP_DISRUPTION_INT_H
 
@@ -9,32 +21,56 @@
 #include <stdint.h>
 
 #include "carpenter/cluster.h"
+#include "carpenter/controller.h"
 #include "carpenter/disruption.h"
+#include "carpenter/nodepool.h"
+#include "carpenter/provider.h"
 
-/* One NodePool's budget for reason Empty. */
+/* One NodePool's nodes and budgets. */
 struct dis_pool {
   const struct carp_nodepool *np; /* borrowed from the cache */
   int64_t nodes;                  /* initialized NodeClaims of the pool */
   int64_t disrupting; /* of those: deleting, marked, NotReady or no Node */
-  int64_t budget;     /* what the budgets allow (CARP_BUDGET_UNLIMITED) */
-  int64_t allowed;    /* budget - disrupting, floored at 0 */
-  size_t empty;       /* empty candidates */
+  /* What the budgets allow per reason (CARP_BUDGET_UNLIMITED), and that
+   * less what is already disrupting, floored at 0. */
+  int64_t budget[CARP_DISRUPT_NREASONS];
+  int64_t allowed[CARP_DISRUPT_NREASONS];
+  size_t empty; /* empty candidates */
+  size_t cands; /* candidates */
+  /* Balanced: the pool's price and disruption over its initialized nodes
+   * with a known price. */
+  double cost;
+  double disruption;
 };
 
-/* A NodeClaim eligible for voluntary disruption (consolidatable and not
- * blocked); `empty` tells whether it has no pod to reschedule. */
+/* A NodeClaim eligible for voluntary disruption. */
 struct dis_cand {
   const struct carp_nodeclaim *nc; /* borrowed */
   const struct carp_node *node;    /* borrowed */
   size_t pool;                     /* index into pools */
-  int empty;
+  int empty;                       /* no pod to reschedule */
+  size_t npods;                    /* pods to reschedule */
+  double price;                    /* its offering's; < 0 when unknown */
+  double cost;                     /* Karpenter's disruption cost */
+  double disruption;               /* 1 + sum of positive eviction costs */
+};
+
+/* A NodeClaim that is not a candidate, and why (for Unconsolidatable). */
+struct dis_blocked {
+  const struct carp_nodeclaim *nc;
+  const struct carp_node *node;
+  const char *why; /* a static string, or one in why_buf */
+  char why_buf[256];
 };
 
 struct dis_analysis {
   struct dis_pool *pools;
   size_t npools;
-  struct dis_cand *cands;
+  struct dis_cand *cands; /* by disruption cost, cheapest first */
   size_t ncands;
+  struct dis_blocked *blocked; /* consolidatable in time but blocked */
+  size_t nblocked;
+  size_t pending; /* provisionable pods not bound anywhere */
 };
 
 /* Whether a NodeClaim is Carpenter's (a ProxmoxNodeClass). */
@@ -45,19 +81,124 @@ int carp__dis_managed(const struct carp_nodeclaim *nc);
 int64_t carp__dis_since(const struct carp_cluster *c,
                         const struct carp_nodeclaim *nc,
                         const struct carp_node *node, int64_t active_since_ms);
-/* Why a NodeClaim cannot be disrupted voluntarily now (a static string),
- * or NULL when it can. Leaves emptiness and time aside. */
+/* Why a NodeClaim cannot be disrupted voluntarily now, or NULL when it
+ * can. Leaves emptiness and time aside. why_buf (256 bytes) holds
+ * messages that name an object. */
 const char *carp__dis_blocked(const struct carp_cluster *c,
                               const struct carp_nodeclaim *nc,
                               const struct carp_node *node,
                               const struct carp_nodepool *np, int64_t now_ms,
-                              size_t *reschedulable);
-/* Budgets and candidates at now_ms (borrowed pointers: valid until the
- * caches next change, i.e. within one callback). */
-void carp__dis_analyze(const struct carp_cluster *c, int64_t now_ms,
+                              size_t *reschedulable, char *why_buf);
+/* Karpenter's eviction cost of a pod: 1 + deletion cost / 2^27 + priority
+ * / 2^25, within [-10, 10]. */
+double carp__dis_eviction_cost(const struct carp_pod *p);
+/* Budgets and candidates at now_ms. provider (may be NULL) prices the
+ * candidates from their instance-type, zone and capacity-type labels.
+ * Borrowed pointers: valid until the caches next change. */
+void carp__dis_analyze(const struct carp_cluster *c,
+                       struct carp_provider *provider, int64_t now_ms,
                        int64_t active_since_ms, struct dis_analysis *out);
 void carp__dis_analysis_free(struct dis_analysis *a);
 /* The pool index of a NodePool name in a, or (size_t)-1. */
 size_t carp__dis_pool_index(const struct dis_analysis *a, const char *name);
+
+/* ---- the simulation (simulate.c) ---- */
+
+struct dis_sim;
+
+enum dis_decision {
+  DIS_NONE = 0,
+  DIS_DELETE,
+  DIS_REPLACE,
+};
+
+/* A replacement NodeClaim, ready to create. */
+struct dis_replacement {
+  char *nodepool;
+  char *body; /* the NodeClaim's JSON with the name "__NAME__" */
+  struct carp_resources capacity; /* its largest option */
+  double price;                   /* its cheapest option */
+  char *types;                    /* its options, comma-separated */
+};
+
+/* Where the simulation put one moved pod. */
+struct dis_move {
+  const char *pod_uid; /* borrowed from the cache */
+  const char *node;    /* borrowed; NULL: the replacement */
+};
+
+struct dis_plan {
+  enum dis_decision decision;
+  struct dis_replacement repl; /* DIS_REPLACE */
+  struct dis_move *moves;      /* DIS_DELETE, DIS_REPLACE: every pod */
+  size_t nmoves;
+  char why[256]; /* DIS_NONE: the reason */
+};
+
+/* The round's simulation base: the cluster as the scheduler sees it, with
+ * every candidate's pods ready to be moved. */
+int carp__dis_sim_new(const struct carp_cluster *c,
+                      struct carp_provider *provider,
+                      const struct dis_analysis *a, struct dis_sim **out);
+void carp__dis_sim_free(struct dis_sim *s);
+/* Can the candidates idx[0..n) go: their pods onto the rest of the
+ * cluster (DIS_DELETE), or with one new NodeClaim priced below theirs
+ * together (DIS_REPLACE, when allow_replace)? */
+void carp__dis_sim_run(struct dis_sim *s, const size_t *idx, size_t n,
+                       int allow_replace, struct dis_plan *out);
+/* Multi-node replacements also leave out every option at or above the
+ * price of a candidate of the same instance type: deleting all but that
+ * candidate would do as well with fewer pods moved (Karpenter's
+ * filterOutSameInstanceType). */
+void carp__dis_sim_run_multi(struct dis_sim *s, const size_t *idx, size_t n,
+                             struct dis_plan *out);
+void carp__dis_plan_cleanup(struct dis_plan *p);
+
+/* ---- the methods (methods.c) ---- */
+
+enum dis_method {
+  DIS_EMPTY = 0,
+  DIS_MULTI,
+  DIS_SINGLE,
+};
+
+struct dis_command {
+  enum dis_method method;
+  enum carp_disruption_reason reason;
+  size_t *cands; /* indices into the analysis */
+  size_t ncands;
+  struct dis_plan plan;
+  double savings; /* price of the candidates less the replacement's */
+  double score;   /* Balanced: -1 when not scored */
+};
+
+/* Unconsolidatable reasons found while searching, one per NodeClaim. */
+struct dis_note {
+  const struct carp_nodeclaim *nc;
+  const struct carp_node *node;
+  char why[256];
+  double score;     /* a move Balanced rejected: its score; else -1 */
+  const char *pool; /* its NodePool */
+};
+
+struct dis_notes {
+  struct dis_note *v;
+  size_t n, cap;
+};
+
+/* The first method, in Karpenter's order, that finds something to do.
+ * Returns 1 with *cmd filled, or 0; notes gets why candidates that were
+ * tried could not be consolidated. */
+int carp__dis_decide(const struct carp_cluster *c,
+                     struct carp_provider *provider,
+                     const struct dis_analysis *a, struct dis_command *cmd,
+                     struct dis_notes *notes);
+void carp__dis_command_cleanup(struct dis_command *cmd);
+void carp__dis_notes_free(struct dis_notes *n);
+/* Balanced's score of moving these candidates: (savings / pool cost) /
+ * (their disruption / pool disruption), over the pools involved. */
+double carp__dis_balanced_score(const struct dis_analysis *a, const size_t *idx,
+                                size_t n, double savings);
+const char *carp__dis_method_name(enum dis_method m);
 
 #endif

@@ -1,29 +1,31 @@
 /* gc.c: garbage collection of leaked VMs and of NodeClaims whose VM is
  * gone (see include/carpenter/gc.h).
  *
- * One sweep at a time: a one-shot timer starts a provider list; its
- * callback compares the VMs with the NodeClaim cache (both views are read
- * in the same callback, so nothing changes in between) and starts the
- * deletes. Leaked VMs are remembered by provider ID with the time they
- * were first seen unowned, so the grace period spans sweeps; a VM that an
- * owner claims again (a NodeClaim that the cache had not shown yet) is
- * forgotten. The timer is rearmed after the sweep, or in a second when the
- * caches are not synced yet. */
+ * A controller with one key: its reconcile starts a provider list, and
+ * the list's callback compares the VMs with the NodeClaim cache (both
+ * views are read in the same callback, so nothing changes in between),
+ * starts the deletes and requeues the key after the interval. Leaked VMs
+ * are remembered by provider ID with the time they were first seen
+ * unowned, so the grace period spans sweeps; a VM that an owner claims
+ * again (a NodeClaim that the cache had not shown yet) is forgotten. */
 #include <stdio.h>
 #include <string.h>
 
 #include "carpenter/alloc.h"
+#include "carpenter/controller.h"
 #include "carpenter/error.h"
 #include "carpenter/gc.h"
 #include "carpenter/log.h"
 #include "carpenter/map.h"
 #include "carpenter/metrics.h"
 #include "carpenter/nodeclaim.h"
+#include "carpenter/provider.h"
 #include "carpenter/timeutil.h"
 
-#define NOT_SYNCED_RETRY_MS 1000
-#define MIN_INTERVAL_MS     100
-#define CONTROLLER          "nodeclaim.garbagecollection"
+#define FIRST_SWEEP_MS  1000
+#define MIN_INTERVAL_MS 100
+#define CONTROLLER      "nodeclaim.garbagecollection"
+#define SWEEP_KEY       "sweep"
 
 /* A VM seen without an owner. */
 struct leak {
@@ -38,31 +40,21 @@ struct leak {
 };
 
 struct carp_gc {
-  uv_loop_t *loop;
-  struct carp_cluster *cluster;
-  struct carp_kube *kube;
-  struct carp_provider *provider;
+  struct carp_controller base;
   struct carp_gc_options o;
-  uv_timer_t timer;
-  int handles;
-  int active;
-  int closing;
-  int pending; /* provider calls and writes in flight */
   struct carp_provider_op *list;
   int64_t list_started;
   struct carp_map leaks; /* provider ID -> struct leak */
-  void (*close_cb)(void *arg);
-  void *close_arg;
   struct carp_metric *m_vms;
   struct carp_metric *m_disrupted;
 };
 
-static int64_t now_ms(void)
-{
-  return carp_time_wall_ms();
-}
+#define GC(c) carp_container_of(c, struct carp_gc, base)
 
-static void maybe_closed(struct carp_gc *g);
+static int64_t now_ms(const struct carp_gc *g)
+{
+  return carp_controller_now(&g->base);
+}
 
 static void leak_free(struct leak *l)
 {
@@ -82,14 +74,6 @@ static void leak_drop(struct carp_gc *g, struct leak *l)
     l->dropped = 1;
   else
     leak_free(l);
-}
-
-static void on_timer(uv_timer_t *t);
-
-static void arm(struct carp_gc *g, uint64_t after_ms)
-{
-  if (g->active && !g->closing)
-    uv_timer_start(&g->timer, on_timer, after_ms, 0);
 }
 
 /* ---- leaked VMs ---- */
@@ -124,8 +108,7 @@ static void on_vm_deleted(int status, const struct carp_provider_error *err,
   if (l->dropped)
     leak_free(l);
   carp_free(v);
-  g->pending--;
-  maybe_closed(g);
+  carp_controller_release(&g->base);
 }
 
 static void delete_leak(struct carp_gc *g, struct leak *l)
@@ -144,12 +127,13 @@ static void delete_leak(struct carp_gc *g, struct leak *l)
   CARP_LOG_INFO("gc", "deleting leaked VM",
                 CARP_F_STR("providerID", l->provider_id),
                 CARP_F_STR("name", l->name), CARP_F_STR("nodeclaimUID", l->uid),
-                CARP_F_DURATION("unowned_for", now_ms() - l->first_ms));
-  g->pending++;
-  if (carp_provider_delete(g->provider, &req, on_vm_deleted, v, &l->del)) {
+                CARP_F_DURATION("unowned_for", now_ms(g) - l->first_ms));
+  carp_controller_hold(&g->base);
+  if (carp_provider_delete(g->base.env.provider, &req, on_vm_deleted, v,
+                           &l->del)) {
     l->del = NULL;
-    g->pending--;
     carp_free(v);
+    carp_controller_release(&g->base);
   }
 }
 
@@ -171,7 +155,8 @@ static const char *annotation_pid(const struct carp_nodeclaim *nc, char *out,
 static void sweep_vms(struct carp_gc *g, const struct carp_provider_instance *v,
                       size_t n, int64_t now)
 {
-  struct carp_store *claims = carp_informer_store(g->cluster->nodeclaims);
+  struct carp_store *claims =
+      carp_informer_store(g->base.env.cluster->nodeclaims);
   struct carp_store_iter it;
   struct carp_objmeta *m;
   struct carp_map owned; /* UIDs and provider IDs of NodeClaims */
@@ -236,30 +221,11 @@ static void sweep_vms(struct carp_gc *g, const struct carp_provider_instance *v,
   carp_free(ann);
 }
 
-struct claim_del {
-  struct carp_gc *g;
-  char *name;
-};
-
-static void on_claim_deleted(const struct carp_kube_result *res, void *arg)
-{
-  struct claim_del *c = arg;
-  struct carp_gc *g = c->g;
-  if (res->err && res->err != CARP_ENOTFOUND && res->err != CARP_ECONFLICT &&
-      res->err != CARP_ECANCELED && res->err != CARP_ENOTLEADER)
-    CARP_LOG_WARN("gc", "deleting nodeclaim failed",
-                  CARP_F_STR("nodeclaim", c->name), CARP_F_ERR(res->err),
-                  CARP_F_STR("message", res->message));
-  carp_free(c->name);
-  carp_free(c);
-  g->pending--;
-  maybe_closed(g);
-}
-
 static void sweep_claims(struct carp_gc *g,
                          const struct carp_provider_instance *v, size_t n)
 {
-  struct carp_store *claims = carp_informer_store(g->cluster->nodeclaims);
+  struct carp_cluster *cluster = g->base.env.cluster;
+  struct carp_store *claims = carp_informer_store(cluster->nodeclaims);
   struct carp_store_iter it;
   struct carp_objmeta *m;
   struct carp_map vms; /* provider IDs listed */
@@ -277,14 +243,6 @@ static void sweep_claims(struct carp_gc *g,
     const char *pool = carp_nodeclaim_nodepool(nc);
     const char *ct =
         carp_kvset_get(nc->meta.labels, CARP_LABEL_CAPACITY_TYPE_KEY);
-    struct carp_kube_ref ref = {.group = CARP_KARPENTER_GROUP,
-                                .version = CARP_KARPENTER_VERSION,
-                                .resource = "nodeclaims",
-                                .name = nc->meta.name};
-    struct carp_kube_delete_options o = {.uid = nc->meta.uid,
-                                         .grace_seconds = -1};
-    struct carp_event_target tg;
-    struct claim_del *c;
     int registered;
 
     if (nc->meta.deletion_ms || !nc->spec.node_class_ref.kind ||
@@ -300,33 +258,23 @@ static void sweep_claims(struct carp_gc *g,
     if (!registered && g->list_started - launched->transition_ms <
                            (int64_t)g->o.launch_grace_ms)
       continue;
-    node = carp_cluster_node_of_nodeclaim(g->cluster, nc);
+    node = carp_cluster_node_of_nodeclaim(cluster, nc);
     if (node && node->ready.status == 1)
       continue;
     CARP_LOG_INFO("gc", "garbage collecting nodeclaim with no VM",
                   CARP_F_STR("nodeclaim", nc->meta.name),
                   CARP_F_STR("providerID", nc->status.provider_id),
                   CARP_F_STR("node", node ? node->meta.name : ""));
-    if (g->o.recorder) {
-      tg = carp_event_target_of(&nc->meta, "karpenter.sh/v1");
-      carp_recorder_event(g->o.recorder, &tg, CARP_EVENT_WARNING,
-                          "GarbageCollected",
+    carp_controller_event(&g->base, &nc->meta, "karpenter.sh/v1",
+                          CARP_EVENT_WARNING, "GarbageCollected",
                           "VM %s no longer exists; deleting the NodeClaim",
                           nc->status.provider_id);
-    }
     carp_metric_add(g->m_disrupted,
                     CARP_VALUES("garbage_collected", pool ? pool : "",
                                 ct ? ct : "", "", "forceful"),
                     1);
-    c = CARP_NEW(struct claim_del);
-    c->g = g;
-    c->name = carp_strdup(nc->meta.name);
-    g->pending++;
-    if (carp_kube_delete(g->kube, &ref, &o, on_claim_deleted, c)) {
-      g->pending--;
-      carp_free(c->name);
-      carp_free(c);
-    }
+    /* A side write: a failure shows at the next sweep. */
+    carp_write_delete_claim(&g->base, NULL, nc, NULL, NULL);
   }
   carp_map_free(&vms);
 }
@@ -336,11 +284,6 @@ static void on_list(int status, const struct carp_provider_instance *v,
 {
   struct carp_gc *g = arg;
   g->list = NULL;
-  g->pending--;
-  if (g->closing) {
-    maybe_closed(g);
-    return;
-  }
   if (status || (err && err->code)) {
     if (status != CARP_ECANCELED)
       CARP_LOG_WARN("gc",
@@ -348,57 +291,77 @@ static void on_list(int status, const struct carp_provider_instance *v,
                     "sweep",
                     CARP_F_ERR(status ? status : err->code),
                     CARP_F_STR("message", err ? err->message : ""));
-  } else if (g->active && carp_cluster_synced(g->cluster)) {
-    int64_t now = now_ms();
-    sweep_vms(g, v, n, now);
+  } else if (carp_controller_acting(&g->base)) {
+    sweep_vms(g, v, n, now_ms(g));
     sweep_claims(g, v, n);
   }
-  arm(g, g->o.interval_ms);
+  carp_controller_done(&g->base, SWEEP_KEY, CARP_RECONCILE_REQUEUE_AFTER,
+                       g->o.interval_ms);
+  carp_controller_release(&g->base);
 }
 
-static void on_timer(uv_timer_t *t)
+static void reconcile(struct carp_controller *c, const char *key)
 {
-  struct carp_gc *g = t->data;
-  if (!g->active || g->closing || g->list)
-    return;
-  if (!carp_cluster_synced(g->cluster)) {
-    arm(g, NOT_SYNCED_RETRY_MS);
-    return;
-  }
-  g->list_started = now_ms();
-  g->pending++;
-  if (carp_provider_list(g->provider, CONTROLLER, on_list, g, &g->list)) {
+  struct carp_gc *g = GC(c);
+  g->list_started = now_ms(g);
+  carp_controller_hold(c);
+  if (carp_provider_list(c->env.provider, CONTROLLER, on_list, g, &g->list)) {
     g->list = NULL;
-    g->pending--;
-    arm(g, g->o.interval_ms);
+    carp_controller_release(c);
+    carp_controller_done(c, key, CARP_RECONCILE_REQUEUE_AFTER,
+                         g->o.interval_ms);
   }
 }
 
-/* ---- lifecycle ---- */
-
-void carp_gc_set_active(struct carp_gc *g, int active)
+static void activated(struct carp_controller *c)
 {
-  if (g->closing || active == g->active)
-    return;
-  g->active = active;
-  if (active)
-    uv_timer_start(&g->timer, on_timer, NOT_SYNCED_RETRY_MS, 0);
-  else
-    uv_timer_stop(&g->timer);
+  carp_controller_enqueue_after(c, SWEEP_KEY, FIRST_SWEEP_MS);
 }
 
-int carp_gc_new(uv_loop_t *loop, struct carp_cluster *cluster,
-                struct carp_kube *kube, struct carp_provider *provider,
-                const struct carp_gc_options *o, struct carp_gc **out)
+static void cancel(struct carp_controller *c)
+{
+  struct carp_gc *g = GC(c);
+  struct carp_map_iter it;
+  void *v;
+  if (g->list)
+    carp_provider_cancel(c->env.provider, g->list);
+  carp_map_iter_init(&it);
+  while (carp_map_next(&g->leaks, &it, NULL, NULL, &v)) {
+    struct leak *l = v;
+    if (l->del)
+      carp_provider_cancel(c->env.provider, l->del);
+  }
+}
+
+static void gc_free(struct carp_controller *c)
+{
+  struct carp_gc *g = GC(c);
+  struct carp_map_iter it;
+  void *v;
+  carp_map_iter_init(&it);
+  while (carp_map_next(&g->leaks, &it, NULL, NULL, &v))
+    leak_free(v);
+  carp_map_free(&g->leaks);
+  carp_free(g);
+}
+
+static const struct carp_controller_def gc_def = {
+    .name = CONTROLLER,
+    .log_module = "gc",
+    .reconcile = reconcile,
+    .activated = activated,
+    .cancel = cancel,
+    .free = gc_free,
+};
+
+int carp_gc_new(const struct carp_controller_env *env,
+                const struct carp_gc_options *o, struct carp_controller **out)
 {
   struct carp_gc *g;
-  if (!loop || !cluster || !kube || !provider || !out)
+  int rc;
+  if (!env || !env->provider || !out)
     return CARP_EINVAL;
   g = CARP_NEW(struct carp_gc);
-  g->loop = loop;
-  g->cluster = cluster;
-  g->kube = kube;
-  g->provider = provider;
   if (o)
     g->o = *o;
   if (!g->o.interval_ms)
@@ -410,70 +373,25 @@ int carp_gc_new(uv_loop_t *loop, struct carp_cluster *cluster,
   if (!g->o.launch_grace_ms)
     g->o.launch_grace_ms = 60 * 1000;
   carp_map_init(&g->leaks);
-  uv_timer_init(loop, &g->timer);
-  g->timer.data = g;
-  g->handles = 1;
-  if (g->o.metrics) {
+  rc = carp_controller_init(&g->base, env, &gc_def);
+  if (rc) {
+    carp_map_free(&g->leaks);
+    carp_free(g);
+    return rc;
+  }
+  if (env->metrics) {
     g->m_vms = carp_metrics_counter(
-        g->o.metrics, "carpenter_garbage_collected_vms_total",
+        env->metrics, "carpenter_garbage_collected_vms_total",
         "Number of VMs deleted because no NodeClaim owned them. Labeled by "
         "region.",
         CARP_LABELS("region"));
     g->m_disrupted = carp_metrics_counter(
-        g->o.metrics, "karpenter_nodeclaims_disrupted_total",
+        env->metrics, "karpenter_nodeclaims_disrupted_total",
         "Number of nodeclaims disrupted in total by Karpenter. Labeled by "
         "reason the nodeclaim was disrupted and the owning nodepool.",
         CARP_LABELS("reason", "nodepool", "capacity_type",
                     "consolidation_policy", "termination_mode"));
   }
-  *out = g;
+  *out = &g->base;
   return 0;
-}
-
-static void finish_close(struct carp_gc *g)
-{
-  struct carp_map_iter it;
-  void *v;
-  void (*cb)(void *) = g->close_cb;
-  void *arg = g->close_arg;
-  carp_map_iter_init(&it);
-  while (carp_map_next(&g->leaks, &it, NULL, NULL, &v))
-    leak_free(v);
-  carp_map_free(&g->leaks);
-  carp_free(g);
-  if (cb)
-    cb(arg);
-}
-
-static void maybe_closed(struct carp_gc *g)
-{
-  if (g->closing && g->handles == 0 && g->pending == 0)
-    finish_close(g);
-}
-
-static void on_timer_closed(uv_handle_t *h)
-{
-  struct carp_gc *g = h->data;
-  g->handles--;
-  maybe_closed(g);
-}
-
-void carp_gc_close(struct carp_gc *g, void (*cb)(void *arg), void *arg)
-{
-  struct carp_map_iter it;
-  void *v;
-  if (!g || g->closing)
-    return;
-  g->closing = 1;
-  g->close_cb = cb;
-  g->close_arg = arg;
-  if (g->list)
-    carp_provider_cancel(g->provider, g->list);
-  carp_map_iter_init(&it);
-  while (carp_map_next(&g->leaks, &it, NULL, NULL, &v)) {
-    struct leak *l = v;
-    if (l->del)
-      carp_provider_cancel(g->provider, l->del);
-  }
-  uv_close((uv_handle_t *)&g->timer, on_timer_closed);
 }

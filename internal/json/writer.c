@@ -104,6 +104,12 @@ void carp_jw_int(struct carp_jw *w, int64_t v)
     check(w, yajl_gen_integer(w->gen, (long long)v));
 }
 
+void carp_jw_number(struct carp_jw *w, const char *text, size_t len)
+{
+  if (w->gen)
+    check(w, yajl_gen_number(w->gen, text, len));
+}
+
 void carp_jw_bool(struct carp_jw *w, int v)
 {
   if (w->gen)

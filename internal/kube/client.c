@@ -255,10 +255,15 @@ struct carp_kube_op *carp__kube_op_new(struct carp_kube *k, const char *method,
 }
 
 static void rate_pump(struct carp_kube *k);
+static void send_op(struct carp_kube_op *op);
 
 void carp__kube_op_enqueue(struct carp_kube_op *op)
 {
   struct carp_kube *k = op->k;
+  if (k->has_backend) {
+    send_op(op);
+    return;
+  }
   op->state = OP_WAIT_RATE;
   op->rate_next = NULL;
   if (k->rate_tail)
@@ -320,8 +325,6 @@ static void deliver_later(struct carp_kube_op *op, int err)
   op->pending_err = err;
   uv_timer_start(&op->timer, on_deferred, 0, 0);
 }
-
-static void send_op(struct carp_kube_op *op);
 
 static void on_rate_timer(uv_timer_t *t)
 {
@@ -403,8 +406,8 @@ static void decode_status(yajl_val body, const char **reason,
   *message = carp_json_str(body, "message", NULL);
 }
 
-static void on_http_done(struct carp_http_request *req, int status,
-                         const struct carp_http_response *resp, void *arg)
+void carp__kube_http_done(struct carp_http_request *req, int status,
+                          const struct carp_http_response *resp, void *arg)
 {
   struct carp_kube_op *op = arg;
   struct carp_kube *k = op->k;
@@ -484,6 +487,19 @@ static void send_op(struct carp_kube_op *op)
             "not the leader: write refused before sending", NULL, NULL, 0);
     return;
   }
+  if (op->k->has_backend) {
+    const char *path = op->url + strlen(op->k->cfg.server);
+    op->attempts++;
+    op->state = OP_IN_FLIGHT;
+    if (op->watch) {
+      op->watch_status = 200;
+      op->k->backend.watch(op->k->backend.ctx, op, path);
+    } else {
+      op->k->backend.request(op->k->backend.ctx, op, op->method, path, op->body,
+                             op->body_len);
+    }
+    return;
+  }
   if (op->watch) {
     rc = carp__kube_watch_send(op);
     if (rc)
@@ -500,7 +516,7 @@ static void send_op(struct carp_kube_op *op)
   o.body_len = op->body_len;
   o.timeout_ms = op->timeout_ms;
   o.max_body = 256 * 1024 * 1024;
-  o.on_done = on_http_done;
+  o.on_done = carp__kube_http_done;
   o.arg = op;
   op->attempts++;
   op->state = OP_IN_FLIGHT;
@@ -526,8 +542,12 @@ void carp_kube_cancel(struct carp_kube_op *op)
     deliver_later(op, CARP_ECANCELED);
     break;
   case OP_IN_FLIGHT:
-    if (op->req)
+    if (op->k->has_backend) {
+      op->k->backend.cancel(op->k->backend.ctx, op);
+      deliver_later(op, CARP_ECANCELED);
+    } else if (op->req) {
       carp_http_request_cancel(op->req);
+    }
     break;
   default:
     break;
@@ -783,6 +803,11 @@ int carp_kube_new(uv_loop_t *loop, const struct carp_kube_options *opts,
     set_token(k, c->token);
   refresh_token(k, 1);
 
+  if (opts->backend) {
+    k->backend = *opts->backend;
+    k->has_backend = 1;
+    goto ready;
+  }
   memset(&ho, 0, sizeof(ho));
   ho.tls.ca_file = k->cfg.ca_file;
   ho.tls.ca_pem = k->cfg.ca_pem;
@@ -809,6 +834,7 @@ int carp_kube_new(uv_loop_t *loop, const struct carp_kube_options *opts,
     carp_free(k);
     return rc;
   }
+ready:
   uv_timer_init(loop, &k->rate_timer);
   k->rate_timer.data = k;
   k->handles = 1; /* the rate timer; each op adds one */
@@ -844,7 +870,10 @@ void carp_kube_close(struct carp_kube *k, void (*close_cb)(void *arg),
   }
   /* In-flight requests get their ECANCELED from the HTTP client as it
    * closes; the rate timer closes after it. */
-  carp_http_client_close(k->http, on_http_closed, k);
+  if (k->http)
+    carp_http_client_close(k->http, on_http_closed, k);
+  else
+    on_http_closed(k);
 }
 
 void carp_kube_set_write_gate(struct carp_kube *k, carp_kube_gate_cb gate,

@@ -1,4 +1,5 @@
-/* Private structures of the Kubernetes REST client (client.c, watch.c). */
+/* Private structures of the Kubernetes REST client (client.c, watch.c,
+ * backend.c). */
 #ifndef CARP_KUBE_CLIENT_INT_H
 #define CARP_KUBE_CLIENT_INT_H
 
@@ -56,7 +57,9 @@ struct carp_kube_op {
 
 struct carp_kube {
   uv_loop_t *loop;
-  struct carp_http_client *http;
+  struct carp_http_client *http; /* NULL with a backend */
+  struct carp_kube_backend backend;
+  int has_backend;
   struct carp_kube_config cfg;
   char *host; /* for metric labels */
   char *auth; /* "Bearer <token>" or NULL */
@@ -90,8 +93,11 @@ void carp__kube_op_finish(struct carp_kube_op *op);
 int carp__kube_headers(struct carp_kube_op *op, struct carp_http_header *h,
                        size_t cap);
 void carp__kube_count(struct carp_kube_op *op, long status);
+void carp__kube_http_done(struct carp_http_request *req, int status,
+                          const struct carp_http_response *resp, void *arg);
 /* watch.c */
 int carp__kube_watch_send(struct carp_kube_op *op);
+int carp__kube_watch_frame(const char *obj, size_t len, void *arg);
 void carp__kube_watch_deliver_error(struct carp_kube_op *op, int err);
 
 #endif

@@ -23,7 +23,7 @@ static int on_headers(struct carp_http_request *req,
   return 0;
 }
 
-static int on_frame(const char *obj, size_t len, void *arg)
+int carp__kube_watch_frame(const char *obj, size_t len, void *arg)
 {
   struct carp_kube_op *op = arg;
   yajl_val v;
@@ -56,7 +56,7 @@ static int on_data(struct carp_http_request *req, const char *data, size_t len,
     carp_buf_append(&op->errbody, data, len);
     return 0;
   }
-  rc = carp_framer_feed(&op->framer, data, len, on_frame, op);
+  rc = carp_framer_feed(&op->framer, data, len, carp__kube_watch_frame, op);
   if (rc) {
     op->watch_err = rc;
     return rc;

@@ -9,73 +9,40 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
+#include "carpenter/controller.h"
 #include "carpenter/error.h"
 #include "carpenter/json.h"
 #include "carpenter/log.h"
 #include "carpenter/nodepool_controller.h"
-#include "carpenter/timeutil.h"
-#include "carpenter/workqueue.h"
 
 #define LOGGER "nodepool"
 
-struct carp_nodepool_controller {
-  uv_loop_t *loop;
-  struct carp_cluster *cluster;
-  struct carp_kube *kube;
+struct nodepool_ctl {
+  struct carp_controller base;
   struct carp_nodepool_controller_options o;
-  struct carp_workqueue *queue;
-  uv_timer_t resync;
-  int active;
-  int closing;
-  int timer_open;
-  int pending; /* writes in flight */
-  int closed;  /* close finished: only the handlers' flag checks remain */
-  void (*close_cb)(void *arg);
-  void *close_arg;
 };
+
+#define NPC(c) carp_container_of(c, struct nodepool_ctl, base)
 
 /* One reconcile's writes: one, or one per NodeClaim re-stamped. */
 struct write_batch {
-  struct carp_nodepool_controller *c;
+  struct carp_controller *c;
   char *key;
   const char *what;
   size_t left;
   int err; /* first error worth a retry */
 };
 
-/* Ends a close once nothing is in flight (the struct itself is freed by
- * carp_nodepool_controller_free). */
-static void maybe_free(struct carp_nodepool_controller *c)
-{
-  if (!c->closing || c->closed || c->queue || c->pending || c->timer_open)
-    return;
-  c->closed = 1;
-  if (c->close_cb)
-    c->close_cb(c->close_arg);
-}
-
-void carp_nodepool_controller_free(struct carp_nodepool_controller *c)
-{
-  carp_free(c);
-}
-
-static void done(struct carp_nodepool_controller *c, const char *key,
-                 enum carp_reconcile_result r, uint64_t after_ms)
-{
-  carp_workqueue_done(c->queue, key, r, after_ms);
-}
-
 /* ---- writes ---- */
 
 static void batch_finish(struct write_batch *b)
 {
-  struct carp_nodepool_controller *c = b->c;
+  struct carp_controller *c = b->c;
   if (!b->err)
-    done(c, b->key, CARP_RECONCILE_DONE, 0); /* the watch event follows */
-  else if (b->err == CARP_ECONFLICT)
-    done(c, b->key, CARP_RECONCILE_REQUEUE_AFTER, 500);
+    /* The watch event of the write queues the next step. */
+    carp_controller_done(c, b->key, CARP_RECONCILE_DONE, 0);
   else
-    done(c, b->key, CARP_RECONCILE_ERROR, 0);
+    carp_controller_done(c, b->key, CARP_RECONCILE_ERROR, 0);
   carp_free(b->key);
   carp_free(b);
 }
@@ -92,22 +59,22 @@ static void batch_error(struct write_batch *b, int err, const char *message)
     b->err = err;
 }
 
-static void on_write(const struct carp_kube_result *res, void *arg)
+static void on_write(struct carp_controller *c, const char *key,
+                     const struct carp_kube_result *res, void *arg)
 {
   struct write_batch *b = arg;
-  struct carp_nodepool_controller *c = b->c;
+  (void)c;
+  (void)key;
   if (res->err)
     batch_error(b, res->err, res->message);
-  c->pending--;
   if (--b->left == 0)
     batch_finish(b);
-  maybe_free(c);
 }
 
 /* A batch starts with one reference held by its starter (batch_close
  * drops it), so it cannot finish while patches are still being started. */
-static struct write_batch *batch_new(struct carp_nodepool_controller *c,
-                                     const char *key, const char *what)
+static struct write_batch *batch_new(struct carp_controller *c, const char *key,
+                                     const char *what)
 {
   struct write_batch *b = CARP_NEW(struct write_batch);
   b->c = c;
@@ -121,7 +88,6 @@ static void batch_patch(struct write_batch *b, const char *resource,
                         const char *name, const char *subresource,
                         const struct carp_buf *body)
 {
-  struct carp_nodepool_controller *c = b->c;
   struct carp_kube_ref ref = {.group = CARP_KARPENTER_GROUP,
                               .version = CARP_KARPENTER_VERSION,
                               .resource = resource,
@@ -129,14 +95,9 @@ static void batch_patch(struct write_batch *b, const char *resource,
                               .subresource = subresource};
   int rc;
   b->left++;
-  c->pending++;
-  /* The resourceVersion in the body makes the patch conditional, so it is
-   * safe to repeat. */
-  rc = carp_kube_patch(c->kube, &ref, CARP_PATCH_MERGE, body->ptr, body->len, 1,
-                       on_write, b);
+  rc = carp_write_patch(b->c, b->key, &ref, body->ptr, body->len, on_write, b);
   if (rc) {
     b->left--;
-    c->pending--;
     batch_error(b, rc, carp_strerror(rc));
   }
 }
@@ -168,17 +129,16 @@ static int hash_patch(const char *rv, const char *hash, struct carp_buf *out)
 
 /* ---- reconcile ---- */
 
-static const struct carp_nodeclass *
-class_of(const struct carp_nodepool_controller *c,
-         const struct carp_nodepool *np)
+static const struct carp_nodeclass *class_of(const struct carp_controller *c,
+                                             const struct carp_nodepool *np)
 {
   if (strcmp(np->tmpl.node_class_ref.kind, CARP_NODECLASS_KIND) ||
       strcmp(np->tmpl.node_class_ref.group, CARP_NODECLASS_GROUP))
     return NULL;
-  return carp_cluster_nodeclass(c->cluster, np->tmpl.node_class_ref.name);
+  return carp_cluster_nodeclass(c->env.cluster, np->tmpl.node_class_ref.name);
 }
 
-static int write_status(struct carp_nodepool_controller *c,
+static int write_status(struct carp_controller *c,
                         const struct carp_nodepool *np, const char *key)
 {
   struct carp_objmeta *const *claims;
@@ -187,10 +147,10 @@ static int write_status(struct carp_nodepool_controller *c,
   struct write_batch *b;
   size_t n;
   int changed;
-  claims = carp_cluster_nodeclaims_of_pool(c->cluster, np->meta.name, &n);
+  claims = carp_cluster_nodeclaims_of_pool(c->env.cluster, np->meta.name, &n);
   carp_nodepool_status_copy(&st, &np->status);
   changed = carp_nodepool_status_compute(np, class_of(c, np), claims, n,
-                                         carp_time_wall_ms(), &st);
+                                         carp_controller_now(c), &st);
   if (!changed) {
     carp_nodepool_status_cleanup(&st);
     return 0;
@@ -200,7 +160,7 @@ static int write_status(struct carp_nodepool_controller *c,
                                       np->meta.resource_version, &body)) {
     carp_buf_free(&body);
     carp_nodepool_status_cleanup(&st);
-    done(c, key, CARP_RECONCILE_ERROR, 0);
+    carp_controller_done(c, key, CARP_RECONCILE_ERROR, 0);
     return 1;
   }
   CARP_LOG_DEBUG(LOGGER, "writing status", CARP_F_STR("nodepool", key),
@@ -213,8 +173,8 @@ static int write_status(struct carp_nodepool_controller *c,
   return 1;
 }
 
-static int stamp_pool(struct carp_nodepool_controller *c,
-                      const struct carp_nodepool *np, const char *key)
+static int stamp_pool(struct carp_controller *c, const struct carp_nodepool *np,
+                      const char *key)
 {
   struct carp_buf body;
   struct write_batch *b;
@@ -231,13 +191,13 @@ static int stamp_pool(struct carp_nodepool_controller *c,
   return 1;
 }
 
-static int stamp_claims(struct carp_nodepool_controller *c,
+static int stamp_claims(struct carp_controller *c,
                         const struct carp_nodepool *np, const char *key)
 {
   struct carp_objmeta *const *claims;
   struct write_batch *b = NULL;
   size_t n, i;
-  claims = carp_cluster_nodeclaims_of_pool(c->cluster, np->meta.name, &n);
+  claims = carp_cluster_nodeclaims_of_pool(c->env.cluster, np->meta.name, &n);
   for (i = 0; i < n; i++) {
     const struct carp_nodeclaim *nc = (const struct carp_nodeclaim *)claims[i];
     struct carp_buf body;
@@ -261,37 +221,20 @@ static int stamp_claims(struct carp_nodepool_controller *c,
   return 1;
 }
 
-static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
+static void reconcile(struct carp_controller *c, const char *key)
 {
-  struct carp_nodepool_controller *c = arg;
-  const struct carp_nodepool *np;
-  (void)q;
-  if (!c->active || c->closing) {
-    done(c, key, CARP_RECONCILE_DONE, 0);
-    return;
-  }
-  np = carp_cluster_nodepool(c->cluster, key);
+  const struct carp_nodepool *np = carp_cluster_nodepool(c->env.cluster, key);
   if (!np) {
-    done(c, key, CARP_RECONCILE_DONE, 0);
-    return;
-  }
-  /* The counter needs every NodeClaim in the cache. */
-  if (!carp_cluster_synced(c->cluster)) {
-    done(c, key, CARP_RECONCILE_REQUEUE_AFTER, 1000);
+    carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
     return;
   }
   if (write_status(c, np, key) || stamp_pool(c, np, key) ||
       stamp_claims(c, np, key))
     return;
-  done(c, key, CARP_RECONCILE_DONE, 0);
+  carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
 }
 
-/* ---- informer handlers ---- */
-
-static int acting(const struct carp_nodepool_controller *c)
-{
-  return c->active && !c->closing;
-}
+/* ---- events ---- */
 
 static int pool_ready(const struct carp_objmeta *m)
 {
@@ -300,170 +243,97 @@ static int pool_ready(const struct carp_objmeta *m)
                   CARP_COND_READY);
 }
 
-static void pool_added(struct carp_objmeta *obj, void *arg)
+static void pool_event(struct carp_controller *c,
+                       const struct carp_objmeta *old,
+                       const struct carp_objmeta *obj, int deleted)
 {
-  struct carp_nodepool_controller *c = arg;
-  if (acting(c))
-    carp_workqueue_add(c->queue, obj->name);
-}
-
-static void pool_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
-                         void *arg)
-{
-  struct carp_nodepool_controller *c = arg;
-  if (c->closing)
+  struct nodepool_ctl *n = NPC(c);
+  if (deleted)
     return;
-  if (c->o.on_ready && !pool_ready(old) && pool_ready(obj))
-    c->o.on_ready(c->o.on_ready_arg, obj->name);
-  pool_added(obj, arg);
+  if (old && n->o.on_ready && !pool_ready(old) && pool_ready(obj))
+    n->o.on_ready(n->o.on_ready_arg, obj->name);
+  carp_controller_enqueue(c, obj->name);
 }
 
 /* A class changed: every pool that names it. */
-static void class_event(struct carp_objmeta *obj, void *arg)
+static void class_event(struct carp_controller *c,
+                        const struct carp_objmeta *old,
+                        const struct carp_objmeta *obj, int deleted)
 {
-  struct carp_nodepool_controller *c = arg;
   struct carp_store_iter it;
   struct carp_objmeta *m;
-  if (!acting(c))
-    return;
+  (void)old;
+  (void)deleted;
   carp_store_iter_init(&it);
-  while (
-      (m = carp_store_next(carp_informer_store(c->cluster->nodepools), &it))) {
+  while ((m = carp_store_next(carp_informer_store(c->env.cluster->nodepools),
+                              &it))) {
     const struct carp_nodepool *np = (const struct carp_nodepool *)m;
     if (!strcmp(np->tmpl.node_class_ref.name, obj->name))
-      carp_workqueue_add(c->queue, m->name);
+      carp_controller_enqueue(c, m->name);
   }
 }
 
-static void class_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
-                          void *arg)
+/* A NodeClaim came, went or changed: its pool's counter, debounced. */
+static void claim_event(struct carp_controller *c,
+                        const struct carp_objmeta *old,
+                        const struct carp_objmeta *obj, int deleted)
 {
-  class_event(obj, arg);
-}
-
-static void claim_event(struct carp_objmeta *obj, void *arg)
-{
-  struct carp_nodepool_controller *c = arg;
-  const char *pool =
-      carp_nodeclaim_nodepool((const struct carp_nodeclaim *)obj);
-  if (acting(c) && pool)
-    carp_workqueue_add_after(c->queue, pool, c->o.debounce_ms);
-}
-
-static void claim_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
-                          void *arg)
-{
-  const char *a = carp_nodeclaim_nodepool((const struct carp_nodeclaim *)old);
+  struct nodepool_ctl *n = NPC(c);
+  const char *a =
+      old ? carp_nodeclaim_nodepool((const struct carp_nodeclaim *)old) : NULL;
   const char *b = carp_nodeclaim_nodepool((const struct carp_nodeclaim *)obj);
+  (void)deleted;
   if (a && (!b || strcmp(a, b)))
-    claim_event(old, arg);
-  claim_event(obj, arg);
+    carp_controller_enqueue_after(c, a, n->o.debounce_ms);
+  if (b)
+    carp_controller_enqueue_after(c, b, n->o.debounce_ms);
 }
 
-static void queue_all(struct carp_nodepool_controller *c)
+static void activated(struct carp_controller *c)
 {
-  struct carp_store_iter it;
-  struct carp_objmeta *m;
-  carp_store_iter_init(&it);
-  while ((m = carp_store_next(carp_informer_store(c->cluster->nodepools), &it)))
-    carp_workqueue_add(c->queue, m->name);
+  carp_controller_enqueue_all(c, c->env.cluster->nodepools);
 }
 
-static void on_resync(uv_timer_t *t)
+static void npc_free(struct carp_controller *c)
 {
-  struct carp_nodepool_controller *c = t->data;
-  if (acting(c))
-    queue_all(c);
+  carp_free(NPC(c));
 }
 
-void carp_nodepool_controller_set_active(struct carp_nodepool_controller *c,
-                                         int active)
-{
-  c->active = active;
-  if (acting(c))
-    queue_all(c);
-}
+static const struct carp_controller_def nodepool_def = {
+    .name = "nodepool",
+    .log_module = LOGGER,
+    .concurrency = 4,
+    .max_backoff_ms = 60 * 1000,
+    .reconcile = reconcile,
+    .activated = activated,
+    .free = npc_free,
+};
 
 int carp_nodepool_controller_new(
-    uv_loop_t *loop, struct carp_cluster *cluster, struct carp_kube *kube,
+    const struct carp_controller_env *env,
     const struct carp_nodepool_controller_options *o,
-    struct carp_nodepool_controller **out)
+    struct carp_controller **out)
 {
-  struct carp_nodepool_controller *c;
-  struct carp_workqueue_options qo;
-  struct carp_informer_handlers ph = {.on_add = pool_added,
-                                      .on_update = pool_updated};
-  struct carp_informer_handlers kh = {.on_add = class_event,
-                                      .on_update = class_updated,
-                                      .on_delete = class_event};
-  struct carp_informer_handlers ch = {.on_add = claim_event,
-                                      .on_update = claim_updated,
-                                      .on_delete = claim_event};
+  struct nodepool_ctl *n;
   int rc;
-  if (!loop || !cluster || !kube || !out)
+  if (!env || !out)
     return CARP_EINVAL;
-  c = CARP_NEW(struct carp_nodepool_controller);
-  c->loop = loop;
-  c->cluster = cluster;
-  c->kube = kube;
+  n = CARP_NEW(struct nodepool_ctl);
   if (o)
-    c->o = *o;
-  if (!c->o.debounce_ms)
-    c->o.debounce_ms = 1000;
-  if (!c->o.resync_ms)
-    c->o.resync_ms = 60 * 1000;
-  memset(&qo, 0, sizeof(qo));
-  qo.name = "nodepool";
-  qo.concurrency = 4;
-  qo.max_delay_ms = 60 * 1000;
-  qo.metrics = c->o.metrics;
-  qo.reconcile = reconcile;
-  qo.arg = c;
-  rc = carp_workqueue_new(loop, &qo, &c->queue);
+    n->o = *o;
+  if (!n->o.debounce_ms)
+    n->o.debounce_ms = 1000;
+  if (!n->o.resync_ms)
+    n->o.resync_ms = 60 * 1000;
+  rc = carp_controller_init(&n->base, env, &nodepool_def);
   if (rc) {
-    carp_free(c);
+    carp_free(n);
     return rc;
   }
-  ph.arg = kh.arg = ch.arg = c;
-  if ((rc = carp_informer_add_handlers(cluster->nodepools, &ph)) ||
-      (rc = carp_informer_add_handlers(cluster->nodeclasses, &kh)) ||
-      (rc = carp_informer_add_handlers(cluster->nodeclaims, &ch))) {
-    /* A wiring error (too many handlers). Handlers already added point
-     * at c, so c is left allocated rather than freed under them. */
-    CARP_LOG_ERROR(LOGGER, "cannot add informer handlers", CARP_F_ERR(rc));
-    return rc;
-  }
-  uv_timer_init(loop, &c->resync);
-  c->resync.data = c;
-  c->timer_open = 1;
-  uv_timer_start(&c->resync, on_resync, c->o.resync_ms, c->o.resync_ms);
-  uv_unref((uv_handle_t *)&c->resync);
-  *out = c;
+  carp_controller_resync(&n->base, n->o.resync_ms);
+  carp_controller_watch(&n->base, env->cluster->nodepools, pool_event);
+  carp_controller_watch(&n->base, env->cluster->nodeclasses, class_event);
+  carp_controller_watch(&n->base, env->cluster->nodeclaims, claim_event);
+  *out = &n->base;
   return 0;
-}
-
-static void on_timer_closed(uv_handle_t *h)
-{
-  struct carp_nodepool_controller *c = h->data;
-  c->timer_open = 0;
-  maybe_free(c);
-}
-
-static void on_queue_closed(void *arg)
-{
-  struct carp_nodepool_controller *c = arg;
-  c->queue = NULL;
-  maybe_free(c);
-}
-
-void carp_nodepool_controller_close(struct carp_nodepool_controller *c,
-                                    void (*cb)(void *arg), void *arg)
-{
-  if (!c || c->closing)
-    return;
-  c->closing = 1;
-  c->close_cb = cb;
-  c->close_arg = arg;
-  uv_close((uv_handle_t *)&c->resync, on_timer_closed);
-  carp_workqueue_close(c->queue, on_queue_closed, c);
 }

@@ -829,9 +829,11 @@ static int fits(const struct target *t, const struct carp_resources *r)
  * carp_prov_why_waiting). The one exception is a target that filled up
  * meanwhile: the kube-scheduler binds pods where it likes, so others may
  * have taken the room this pod was planned into; then it is placed anew. */
-static int headed_slot(struct builder *b, const struct carp_pod *p, size_t *k)
+static int headed_slot(struct builder *b, const struct carp_pod *p, size_t *k,
+                       int ignore_nominations)
 {
-  const char *target = carp_cluster_nomination(b->c, p->meta.uid);
+  const char *target =
+      ignore_nominations ? NULL : carp_cluster_nomination(b->c, p->meta.uid);
   void *slot = target ? carp_map_gets(&b->target_index, target) : NULL;
   if (!slot)
     return 0;
@@ -900,7 +902,10 @@ int carp_prov_problem_build(struct carp_prov_problem *pr,
   add_nodes(&b);
   add_claims(&b);
 
-  /* Pending pods first, then those still running on nodes that go. */
+  /* Pending pods first, then those still running on nodes that go (not
+   * for a question about given pods only: consolidation's). */
+  if (in->ignore_nominations)
+    b.nmoving = 0;
   total = in->npending + b.nmoving;
   pods = carp_arena_array(A, total + 1, sizeof(*pods));
   pr->pods = carp_arena_array(A, total + 1, sizeof(*pr->pods));
@@ -910,7 +915,7 @@ int carp_prov_problem_build(struct carp_prov_problem *pr,
     const struct carp_pod *p =
         i < in->npending ? in->pending[i] : b.moving[i - in->npending];
     size_t k;
-    if (headed_slot(&b, p, &k)) {
+    if (headed_slot(&b, p, &k, in->ignore_nominations)) {
       carp_resources_add(&b.targets[k].requested, &p->spec->requests);
       add_ports(pr, &b.targets[k], p->spec);
       pr->headed[pr->nheaded].pod = p;

@@ -53,6 +53,10 @@ struct carp_prov_input {
   const struct carp_pod *const *pending; /* pods to place */
   size_t npending;
   int ignore_preferences;
+  /* Place every pod given, nominated or not, and only those: the pods
+   * of nodes being deleted are not added (consolidation moves pods that
+   * are bound already). */
+  int ignore_nominations;
 };
 
 int carp_prov_problem_build(struct carp_prov_problem *pr,

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
+#include "carpenter/clock.h"
 #include "carpenter/error.h"
 #include "carpenter/intern.h"
 #include "carpenter/log.h"
@@ -42,6 +43,7 @@ struct book {
   struct carp_map targets;     /* target -> count (intptr) */
   struct carp_map activity;    /* node name (interned) -> int64 ms */
   struct carp_map marks;       /* nodeclaim name -> name copy */
+  struct carp_clock *clock;    /* NULL: the system clock */
   uv_timer_t sweep;
 };
 
@@ -50,9 +52,14 @@ static struct book *book_of(const struct carp_cluster *c)
   return c->priv;
 }
 
-static int64_t now_ms(void)
+static int64_t now_ms(const struct book *b)
 {
-  return carp_time_wall_ms();
+  return carp_clock_wall_ms(b->clock);
+}
+
+void carp_cluster_set_clock(struct carp_cluster *c, struct carp_clock *clock)
+{
+  book_of(c)->clock = clock;
 }
 
 /* ---- expected claims ---- */
@@ -79,7 +86,7 @@ void carp_cluster_expect_claim(struct carp_cluster *c, const char *name,
   e->name = carp_strdup(name);
   e->nodepool = carp_interns(nodepool);
   carp_resources_copy(&e->capacity, max_capacity);
-  e->at_ms = now_ms();
+  e->at_ms = now_ms(b);
   e->seen = carp_cluster_nodeclaim(c, name) != NULL;
   carp_map_puts(&b->expects, e->name, e);
 }
@@ -242,7 +249,7 @@ void carp_cluster_nominate(struct carp_cluster *c, const char *pod_uid,
   n = CARP_NEW(struct nomination);
   n->uid = carp_strdup(pod_uid);
   n->target = carp_interns(target);
-  n->since_ms = now_ms();
+  n->since_ms = now_ms(b);
   n->until_ms = n->since_ms + (int64_t)ttl_ms;
   carp_map_puts(&b->nominations, n->uid, n);
   target_count(b, n->target, +1);
@@ -252,7 +259,7 @@ const char *carp_cluster_nomination(const struct carp_cluster *c,
                                     const char *pod_uid)
 {
   struct nomination *n = carp_map_gets(&book_of(c)->nominations, pod_uid);
-  return n && n->until_ms > now_ms() ? n->target : NULL;
+  return n && n->until_ms > now_ms(book_of(c)) ? n->target : NULL;
 }
 
 int carp_cluster_nomination_info(const struct carp_cluster *c,
@@ -260,7 +267,7 @@ int carp_cluster_nomination_info(const struct carp_cluster *c,
                                  struct carp_nomination_info *out)
 {
   struct nomination *n = carp_map_gets(&book_of(c)->nominations, pod_uid);
-  if (!n || n->until_ms <= now_ms())
+  if (!n || n->until_ms <= now_ms(book_of(c)))
     return 0;
   out->target = n->target;
   out->since_ms = n->since_ms;
@@ -271,7 +278,7 @@ int carp_cluster_nomination_info(const struct carp_cluster *c,
 int carp_cluster_nomination_report(struct carp_cluster *c, const char *pod_uid)
 {
   struct nomination *n = carp_map_gets(&book_of(c)->nominations, pod_uid);
-  if (!n || n->until_ms <= now_ms() || n->reported)
+  if (!n || n->until_ms <= now_ms(book_of(c)) || n->reported)
     return 0;
   n->reported = 1;
   return 1;
@@ -297,7 +304,7 @@ static void touch(struct book *b, const char *node)
     slot = carp_malloc(sizeof(*slot));
     carp_map_puts(&b->activity, key, slot);
   }
-  *slot = now_ms();
+  *slot = now_ms(b);
 }
 
 int64_t carp_cluster_last_pod_event(const struct carp_cluster *c,
@@ -406,7 +413,7 @@ static void on_sweep(uv_timer_t *t)
   struct book *b = book_of(c);
   struct carp_map_iter it;
   void *v;
-  int64_t now = now_ms();
+  int64_t now = now_ms(b);
   char **drop = NULL;
   size_t n = 0, cap = 0, i;
 

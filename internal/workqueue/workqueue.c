@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
+#include "carpenter/clock.h"
 #include "carpenter/error.h"
 #include "carpenter/log.h"
 #include "carpenter/map.h"
@@ -33,8 +34,10 @@ struct wq_entry {
 
 struct carp_workqueue {
   uv_loop_t *loop;
-  uv_timer_t kick;
-  uv_timer_t delay;
+  struct carp_clock *clock;
+  struct carp_clock *own_clock; /* made here when the options gave none */
+  struct carp_timer kick;
+  struct carp_timer delay;
   char *name;
   struct carp_workqueue_options opts;
   struct carp_map entries;
@@ -92,20 +95,25 @@ static struct wq_entry *entry_get(struct carp_workqueue *q, const char *key,
   return e;
 }
 
-static void on_kick(uv_timer_t *t);
+static void on_kick(struct carp_timer *t);
+
+static uint64_t now_ms(const struct carp_workqueue *q)
+{
+  return carp_clock_mono_ms(q->clock);
+}
 
 static void kick(struct carp_workqueue *q)
 {
   if (q->closing || !q->head || q->nprocessing >= q->opts.concurrency)
     return;
-  if (!uv_is_active((uv_handle_t *)&q->kick))
-    uv_timer_start(&q->kick, on_kick, 0, 0);
+  if (!carp_timer_is_active(&q->kick))
+    carp_timer_start(&q->kick, on_kick, 0, 0);
 }
 
 static void enqueue(struct carp_workqueue *q, struct wq_entry *e)
 {
   e->queued = 1;
-  e->queued_at = uv_now(q->loop);
+  e->queued_at = now_ms(q);
   e->next = NULL;
   if (q->tail)
     q->tail->next = e;
@@ -177,24 +185,24 @@ static void heap_remove(struct carp_workqueue *q, struct wq_entry *e)
   e->heap_idx = NOT_IN_HEAP;
 }
 
-static void on_delay(uv_timer_t *t);
+static void on_delay(struct carp_timer *t);
 
 static void arm_delay(struct carp_workqueue *q)
 {
-  uint64_t now = uv_now(q->loop);
+  uint64_t now = now_ms(q);
   if (q->closing || q->nheap == 0) {
-    uv_timer_stop(&q->delay);
+    carp_timer_stop(&q->delay);
     return;
   }
-  uv_timer_start(&q->delay, on_delay,
-                 q->heap[0]->ready_at > now ? q->heap[0]->ready_at - now : 0,
-                 0);
+  carp_timer_start(&q->delay, on_delay,
+                   q->heap[0]->ready_at > now ? q->heap[0]->ready_at - now : 0,
+                   0);
 }
 
-static void on_delay(uv_timer_t *t)
+static void on_delay(struct carp_timer *t)
 {
   struct carp_workqueue *q = carp_container_of(t, struct carp_workqueue, delay);
-  uint64_t now = uv_now(q->loop);
+  uint64_t now = now_ms(q);
   while (q->nheap && q->heap[0]->ready_at <= now) {
     struct wq_entry *e = q->heap[0];
     heap_remove(q, e);
@@ -217,7 +225,7 @@ void carp_workqueue_add_after(struct carp_workqueue *q, const char *key,
     return;
   }
   e = entry_get(q, key, 1);
-  at = uv_now(q->loop) + delay_ms;
+  at = now_ms(q) + delay_ms;
   if (e->heap_idx != NOT_IN_HEAP) {
     if (at < e->ready_at) {
       e->ready_at = at; /* keep the earliest */
@@ -240,7 +248,7 @@ void carp_workqueue_add_after(struct carp_workqueue *q, const char *key,
  * taken even when none is left, and the caller waits until it exists. */
 static uint64_t bucket_delay(struct carp_workqueue *q)
 {
-  uint64_t now = uv_now(q->loop);
+  uint64_t now = now_ms(q);
   double qps = q->opts.qps;
   q->tokens += (double)(now - q->tokens_at) * qps / 1000.0;
   if (q->tokens > q->opts.burst)
@@ -285,10 +293,10 @@ unsigned carp_workqueue_failures(struct carp_workqueue *q, const char *key)
   return e ? e->failures : 0;
 }
 
-static void on_kick(uv_timer_t *t)
+static void on_kick(struct carp_timer *t)
 {
   struct carp_workqueue *q = carp_container_of(t, struct carp_workqueue, kick);
-  uint64_t now = uv_now(q->loop);
+  uint64_t now = now_ms(q);
   while (!q->closing && q->head && q->nprocessing < q->opts.concurrency) {
     struct wq_entry *e = q->head;
     q->head = e->next;
@@ -308,13 +316,14 @@ static void on_kick(uv_timer_t *t)
   }
 }
 
-static void on_handle_closed(uv_handle_t *h)
+static void on_handle_closed(struct carp_timer *t)
 {
-  struct carp_workqueue *q = h->data;
+  struct carp_workqueue *q = t->data;
   if (--q->handles_open > 0)
     return;
   if (q->close_cb)
     q->close_cb(q->close_arg);
+  carp_clock_free(q->own_clock);
   carp_map_free(&q->entries);
   carp_free(q->heap);
   carp_free(q->name);
@@ -333,8 +342,8 @@ static void finish_close(struct carp_workqueue *q)
     carp_free(e->key);
     carp_free(e);
   }
-  uv_close((uv_handle_t *)&q->kick, on_handle_closed);
-  uv_close((uv_handle_t *)&q->delay, on_handle_closed);
+  carp_timer_close(&q->kick, on_handle_closed);
+  carp_timer_close(&q->delay, on_handle_closed);
 }
 
 void carp_workqueue_done(struct carp_workqueue *q, const char *key,
@@ -349,7 +358,7 @@ void carp_workqueue_done(struct carp_workqueue *q, const char *key,
   e->processing = 0;
   q->nprocessing--;
   carp_metric_observe(q->m_work_dur, labels(q),
-                      (double)(uv_now(q->loop) - e->started_at) / 1000.0);
+                      (double)(now_ms(q) - e->started_at) / 1000.0);
   if (q->closing) {
     finish_close(q);
     return;
@@ -386,6 +395,12 @@ size_t carp_workqueue_in_flight(const struct carp_workqueue *q)
   return q->nprocessing;
 }
 
+uint64_t carp_workqueue_started(struct carp_workqueue *q, const char *key)
+{
+  struct wq_entry *e = entry_get(q, key, 0);
+  return e && e->processing ? e->started_at : 0;
+}
+
 void carp_workqueue_close(struct carp_workqueue *q, void (*close_cb)(void *arg),
                           void *arg)
 {
@@ -396,8 +411,8 @@ void carp_workqueue_close(struct carp_workqueue *q, void (*close_cb)(void *arg),
   q->closing = 1;
   q->close_cb = close_cb;
   q->close_arg = arg;
-  uv_timer_stop(&q->kick);
-  uv_timer_stop(&q->delay);
+  carp_timer_stop(&q->kick);
+  carp_timer_stop(&q->delay);
   /* Forget everything not in flight; in-flight entries finish first. */
   q->head = q->tail = NULL;
   q->nqueued = 0;
@@ -442,11 +457,14 @@ int carp_workqueue_new(uv_loop_t *loop,
     q->opts.qps = 10;
   if (!q->opts.burst)
     q->opts.burst = 100;
+  q->clock = opts->clock;
+  if (!q->clock)
+    q->clock = q->own_clock = carp_clock_real_new(loop);
   q->tokens = q->opts.burst;
-  q->tokens_at = uv_now(loop);
+  q->tokens_at = now_ms(q);
   carp_map_init(&q->entries);
-  uv_timer_init(loop, &q->kick);
-  uv_timer_init(loop, &q->delay);
+  carp_timer_init(q->clock, &q->kick);
+  carp_timer_init(q->clock, &q->delay);
   q->kick.data = q->delay.data = q;
   q->handles_open = 2;
   if (m) {

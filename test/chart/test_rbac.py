@@ -213,7 +213,6 @@ class ChartRBACTest(E2ETest):
     def tearDownClass(cls):
         cls.carpenter.stop(signal.SIGTERM, 10)
         cls.env.stop()
-        print("\nlogs and request logs in %s" % cls.env.workdir)
 
     # ---- the scenario ----
 

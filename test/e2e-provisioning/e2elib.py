@@ -138,7 +138,6 @@ def wait_running(env, app, n, timeout=90):
     except AssertionError:
         print(env.kubectl("get", "pods,nodeclaims,nodes", "-o", "wide",
                           check=False))
-        print("logs in", env.workdir)
         raise
 
 

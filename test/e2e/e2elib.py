@@ -175,10 +175,9 @@ class E2ETest(unittest.TestCase):
     def tearDownClass(cls):
         code, _ = cls.carpenter.stop(signal.SIGTERM, 10)
         cls.env.stop()
-        # Kept for a look after a failure, beside the simulators' logs.
+        # Beside the simulators' logs (scratch: removed when the test ends).
         with open(os.path.join(cls.env.workdir, "carpenter.log"), "w") as f:
             f.write("\n".join(cls.carpenter.lines) + "\n")
-        print("\nlogs and request logs in %s" % cls.env.workdir)
         cls.exit_code = code
         if code != 0:
             raise AssertionError("carpenter exited with %d; log:\n%s" %

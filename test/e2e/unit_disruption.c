@@ -337,12 +337,12 @@ static void test_budgets_and_candidates(void **state)
   put_pod(e, "ds", "empty", "DaemonSet", NULL);
   put_pod(e, "web", "busy", "ReplicaSet", NULL);
 
-  carp__dis_analyze(e->cluster, e->now, 0, &a);
+  carp__dis_analyze(e->cluster, NULL, e->now, 0, &a);
   p = pool(&a, "p");
   assert_int_equal(p->nodes, 5);
   assert_int_equal(p->disrupting, 1);
-  assert_int_equal(p->budget, 3); /* 50% of 5, rounded up */
-  assert_int_equal(p->allowed, 2);
+  assert_int_equal(p->budget[CARP_DISRUPT_EMPTY], 3); /* 50% of 5, rounded up */
+  assert_int_equal(p->allowed[CARP_DISRUPT_EMPTY], 2);
   assert_int_equal(a.ncands, 2);
   assert_non_null(cand(&a, "empty"));
   assert_true(cand(&a, "empty")->empty);
@@ -355,23 +355,23 @@ static void test_budgets_and_candidates(void **state)
   carp__dis_analysis_free(&a);
 
   /* History before the controller became active is unknown. */
-  carp__dis_analyze(e->cluster, e->now, e->now - 10000, &a);
+  carp__dis_analyze(e->cluster, NULL, e->now, e->now - 10000, &a);
   assert_int_equal(a.ncands, 0);
   carp__dis_analysis_free(&a);
 
   /* Marked for deletion: disrupting, not a candidate. */
   carp_cluster_mark_for_deletion(e->cluster, "busy");
-  carp__dis_analyze(e->cluster, e->now, 0, &a);
+  carp__dis_analyze(e->cluster, NULL, e->now, 0, &a);
   p = pool(&a, "p");
   assert_int_equal(p->disrupting, 2);
-  assert_int_equal(p->allowed, 1);
+  assert_int_equal(p->allowed[CARP_DISRUPT_EMPTY], 1);
   assert_null(cand(&a, "busy"));
   carp__dis_analysis_free(&a);
   carp_cluster_unmark(e->cluster, "busy");
 
   /* Nominated for a pending pod: left alone. */
   carp_cluster_nominate(e->cluster, "u-pending", "empty", 60000);
-  carp__dis_analyze(e->cluster, e->now, 0, &a);
+  carp__dis_analyze(e->cluster, NULL, e->now, 0, &a);
   assert_null(cand(&a, "empty"));
   carp__dis_analysis_free(&a);
   carp_cluster_nominate(e->cluster, "u-pending", "busy", 60000);
@@ -379,7 +379,7 @@ static void test_budgets_and_candidates(void **state)
   /* A do-not-disrupt pod blocks its node. */
   put_pod(e, "precious", "empty", "ReplicaSet",
           ",\"annotations\":{\"karpenter.sh/do-not-disrupt\":\"true\"}");
-  carp__dis_analyze(e->cluster, e->now, 0, &a);
+  carp__dis_analyze(e->cluster, NULL, e->now, 0, &a);
   assert_null(cand(&a, "empty"));
   carp__dis_analysis_free(&a);
   del(e->cluster->pods, "default/precious");
@@ -390,12 +390,12 @@ static void test_budgets_and_candidates(void **state)
     ts(e->now + 5000, when);
     snprintf(meta, sizeof(meta), ",\"deletionTimestamp\":\"%s\"", when);
     put_pod(e, "leaving", "empty", "ReplicaSet", meta);
-    carp__dis_analyze(e->cluster, e->now, 0, &a);
+    carp__dis_analyze(e->cluster, NULL, e->now, 0, &a);
     assert_null(cand(&a, "empty"));
     carp__dis_analysis_free(&a);
     del(e->cluster->pods, "default/leaving");
   }
-  carp__dis_analyze(e->cluster, e->now, 0, &a);
+  carp__dis_analyze(e->cluster, NULL, e->now, 0, &a);
   assert_non_null(cand(&a, "empty"));
   carp__dis_analysis_free(&a);
 }
@@ -416,26 +416,26 @@ static void test_budget_zero_and_never(void **state)
   put_claim(e, "a3", "few", HOUR, 1, NULL);
   put_claim(e, "orphan", "gone", HOUR, 1, NULL); /* no such NodePool */
 
-  carp__dis_analyze(e->cluster, e->now, 0, &a);
+  carp__dis_analyze(e->cluster, NULL, e->now, 0, &a);
   p = pool(&a, "frozen");
   assert_int_equal(p->nodes, 1);
-  assert_int_equal(p->budget, 0);
-  assert_int_equal(p->allowed, 0);
+  assert_int_equal(p->budget[CARP_DISRUPT_EMPTY], 0);
+  assert_int_equal(p->allowed[CARP_DISRUPT_EMPTY], 0);
   assert_int_equal(p->empty, 1); /* a candidate, that the budget holds */
   assert_null(cand(&a, "n1"));   /* consolidateAfter: Never */
   assert_null(cand(&a, "orphan"));
   p = pool(&a, "few");
-  assert_int_equal(p->budget, 1);
-  assert_int_equal(p->allowed, 1);
+  assert_int_equal(p->budget[CARP_DISRUPT_EMPTY], 1);
+  assert_int_equal(p->allowed[CARP_DISRUPT_EMPTY], 1);
   assert_int_equal(p->empty, 3);
   carp__dis_analysis_free(&a);
 
   /* Already one deleting: the budget of 1 is used up. */
   carp_cluster_mark_for_deletion(e->cluster, "a1");
-  carp__dis_analyze(e->cluster, e->now, 0, &a);
+  carp__dis_analyze(e->cluster, NULL, e->now, 0, &a);
   p = pool(&a, "few");
   assert_int_equal(p->disrupting, 1);
-  assert_int_equal(p->allowed, 0);
+  assert_int_equal(p->allowed[CARP_DISRUPT_EMPTY], 0);
   carp__dis_analysis_free(&a);
 }
 

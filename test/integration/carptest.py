@@ -4,6 +4,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -14,6 +15,8 @@ SOURCE_DIR = os.environ.get(
     os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 BUILD_DIR = os.environ.get("CARP_BUILD_DIR", os.path.join(SOURCE_DIR, "build"))
 CARPENTER = os.path.join(BUILD_DIR, "carpenter")
+sys.path.insert(0, os.path.join(SOURCE_DIR, "test", "tools"))
+import scratch  # noqa: E402,F401  (for the tests that import it from here)
 
 
 class Carpenter:

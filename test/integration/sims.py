@@ -5,12 +5,11 @@ import socket
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 
-from carptest import SOURCE_DIR
+from carptest import SOURCE_DIR, scratch
 
 KUBE_SIM = os.path.join(SOURCE_DIR, "hack", "kube-sim")
 
@@ -37,7 +36,7 @@ class KubeSim:
     """A kube-sim process on a fixed port (so it can be restarted)."""
 
     def __init__(self, *args, port=None, workdir=None):
-        self.workdir = workdir or tempfile.mkdtemp(prefix="carp-ks-")
+        self.workdir = workdir or scratch.mkdtemp("carp-ks-")
         self.port = port or free_port()
         self.kubeconfig = os.path.join(self.workdir, "kubeconfig")
         self.args = list(args)
@@ -49,6 +48,10 @@ class KubeSim:
             "--listen", "127.0.0.1:%d" % self.port,
             "--kubeconfig-out", self.kubeconfig, "--quiet"] + \
             self.args + list(extra)
+        if "--tls" in cmd and "--tls-dir" not in cmd:
+            # in the work folder: kube-sim removes a temporary one only
+            # when it stops by itself
+            cmd += ["--tls-dir", os.path.join(self.workdir, "tls")]
         self.log = open(os.path.join(self.workdir, "kube-sim.log"), "a")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                      stderr=self.log, text=True)
@@ -143,7 +146,8 @@ class PveSim:
                "--pools", "k8s-nodes", "--clone-seconds", str(clone_seconds),
                "--boot-seconds", str(boot_seconds), "--config-out",
                self.config, "--request-log", self.reqlog,
-               "--bad-token-delay", "0.2"]
+               "--bad-token-delay", "0.2",
+               "--cert-dir", os.path.join(workdir, "pve-cert")]
         for i, h in enumerate(hosts):
             cmd += ["--template", "k3s-agent:%d@%s" % (9000 + i, h)]
         if kubeconfig:
@@ -196,7 +200,7 @@ class Env:
     playing three Proxmox hosts and their guests, and kubectl helpers."""
 
     def __init__(self, workdir=None, kube_args=(), pve_args=(), **pve_kw):
-        self.workdir = workdir or tempfile.mkdtemp(prefix="carp-e2e-")
+        self.workdir = workdir or scratch.mkdtemp("carp-e2e-")
         self.kreqlog = os.path.join(self.workdir, "kube-requests.jsonl")
         args = ["--tls", "--scheduler", "--kubelet", "--request-log",
                 self.kreqlog, "--node-lease-grace", "10"]

@@ -9,7 +9,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from carptest import BUILD_DIR  # noqa: E402
+from carptest import BUILD_DIR, scratch  # noqa: E402
 from sims import KubeSim, wait_until  # noqa: E402
 
 PROBE = os.path.join(BUILD_DIR, "test", "integration", "informer_probe")
@@ -74,9 +74,7 @@ class Probe:
 class InformerTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.workdir = os.path.join(os.environ.get("TMPDIR", "/tmp"),
-                                   "carp-informer-%d" % os.getpid())
-        os.makedirs(cls.workdir, exist_ok=True)
+        cls.workdir = scratch.mkdtemp("carp-informer-")
         preload = os.path.join(cls.workdir, "preload.jsonl")
         with open(preload, "w") as f:
             for i in range(PODS):

@@ -2,7 +2,10 @@
 """kube-sim conformance with the real kubectl: apply, get (server-side
 tables and printer columns), describe, delete, explain, get -w, create
 deployment, scale, server-side apply, diff, auth can-i, and Carpenter's own
-CRDs (crds/) when they exist."""
+CRDs (crds/) when they exist.  Runs with any kubectl from 1.20 (Debian 12's)
+on: where an older kubectl behaves differently (client-side validation
+against /openapi/v2, no --subresource) the test checks that behaviour.
+$KUBECTL names the kubectl."""
 
 import glob
 import json
@@ -13,7 +16,7 @@ import sys
 import time
 import unittest
 
-from simlib import KUBECTL, ROOT, TESTDATA, SimTestCase, main
+from simlib import KUBECTL, ROOT, TESTDATA, SimTestCase, kubectl_minor, main
 
 WIDGET = """apiVersion: example.com/v1
 kind: Widget
@@ -41,8 +44,11 @@ class Kubectl(SimTestCase):
         self.assertIn("widget.example.com/k1 unchanged", self.k("apply", "-f", "-", input=WIDGET))
         self.assertIn("widget.example.com/k1 configured",
                       self.k("apply", "-f", "-", input=WIDGET.replace("size: 4", "size: 5")))
-        self.k("patch", "widget", "k1", "--subresource=status", "--type=merge",
-               "-p", '{"status":{"phase":"Ready","conditions":[{"type":"Ready","status":"True"}]}}')
+        status = '{"status":{"phase":"Ready","conditions":[{"type":"Ready","status":"True"}]}}'
+        if kubectl_minor() >= 24:
+            self.k("patch", "widget", "k1", "--subresource=status", "--type=merge", "-p", status)
+        else:  # no --subresource yet
+            self.assertCode(self.sim.patch("/apis/example.com/v1/namespaces/default/widgets/k1/status", status), 200)
         lines = self.k("get", "widgets").splitlines()
         self.assertEqual(lines[0].split(), ["NAME", "COLOR", "SIZE", "PHASE", "READY", "AGE"])
         self.assertEqual(lines[1].split()[:5], ["k1", "green", "5", "Ready", "True"])
@@ -71,7 +77,10 @@ class Kubectl(SimTestCase):
         rc, out, err = self.sim.kubectl("apply", "-f", "-", input=WIDGET.replace("k1", "bad2").replace(
             "  size: 4", "  size: 4\n  bogus: 1"), check=False)
         self.assertEqual(rc, 1)
-        self.assertIn('unknown field "spec.bogus"', err)
+        if kubectl_minor() >= 25:  # the server refuses it (fieldValidation=Strict)
+            self.assertIn('unknown field "spec.bogus"', err)
+        else:  # kubectl refuses it, from the CRD's schema in /openapi/v2
+            self.assertIn('unknown field "bogus" in com.example.v1.Widget.spec', err)
 
     def test_delete_with_finalizer_waits(self):
         self.k("apply", "-f", "-", input=WIDGET.replace("k1", "fin").replace(
@@ -148,7 +157,7 @@ class Kubectl(SimTestCase):
         d = self.k("describe", "pod", "bp")
         self.assertRegex(d, r"Status:\s+Pending")
         self.assertIn("node.kubernetes.io/not-ready:NoExecute op=Exists for 300s", d)
-        self.assertIn("KIND:       Pod", self.k("explain", "pods"))
+        self.assertRegex(self.k("explain", "pods"), r"KIND:\s+Pod\n")
         self.k("annotate", "pod", "bp", "note=x")
         self.k("label", "pod", "bp", "a-")
         j = json.loads(self.k("get", "pod", "bp", "-o", "json"))
@@ -207,7 +216,6 @@ class YAMLAgainstKubectl(SimTestCase):
         self.assertGreaterEqual(checked, 2)
 
 
-@unittest.skipUnless(glob.glob(os.path.join(CARPENTER_CRDS, "*.yaml")), "crds/ does not exist yet")
 class CarpenterCRDs(SimTestCase):
     def k(self, *args, **kw):
         return self.sim.kubectl(*args, **kw)[1]
@@ -252,8 +260,6 @@ class CarpenterCRDs(SimTestCase):
 
     def test_invalid_examples(self):
         inv = os.path.join(CARPENTER_CRDS, "invalid")
-        if not os.path.isdir(inv):
-            self.skipTest("no crds/invalid")
         self.k("apply", "-f", CARPENTER_CRDS)
         checked = 0
         for f in sorted(glob.glob(os.path.join(inv, "*.yaml"))):
@@ -261,7 +267,9 @@ class CarpenterCRDs(SimTestCase):
                 head = fh.read(600)
             m = re.search(r"^# refused-by: (\w+)", head, re.M)
             field = re.search(r"^# field: (\S+)", head, re.M)
-            rc, out, err = self.sim.kubectl("create", "-f", f, check=False)
+            # an older kubectl would refuse some itself: let kube-sim judge
+            novalidate = ["--validate=false"] if kubectl_minor() < 25 else []
+            rc, out, err = self.sim.kubectl("create", "-f", f, *novalidate, check=False)
             if m and m.group(1) == "schema":
                 self.assertEqual(rc, 1, "%s should be refused: %s" % (f, out))
                 self.assertIn("is invalid", err)

@@ -9,11 +9,10 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
-from simlib import ROOT, Sim
+from simlib import ROOT, Sim, scratch
 
 FULL = os.environ.get("KUBE_SIM_SCALE") == "full"
 NODES = 5000 if FULL else 500
@@ -23,7 +22,7 @@ PODS = 150000 if FULL else 15000
 class Scale(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="kube-sim-scale-")
+        cls.dir = scratch.mkdtemp("kube-sim-scale-")
         cls.file = os.path.join(cls.dir, "preload.jsonl")
         subprocess.run([sys.executable, os.path.join(ROOT, "hack", "kubesim-gen"), "--nodes", str(NODES), "--pods",
                         str(PODS), "--out", cls.file], check=True)

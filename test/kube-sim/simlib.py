@@ -11,7 +11,6 @@ import signal
 import ssl
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -20,7 +19,9 @@ import urllib.parse
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.environ.get("CARP_SOURCE_DIR") or os.path.abspath(os.path.join(HERE, "..", ".."))
 KUBE_SIM = os.path.join(ROOT, "hack", "kube-sim")
-KUBECTL = os.environ.get("KUBECTL", "/usr/bin/kubectl")
+# the kubectl under test: $KUBECTL (ctest runs the kubectl suite with the
+# machine's kubectl and again with Debian's 1.20), else the one on the PATH
+KUBECTL = os.environ.get("KUBECTL") or shutil.which("kubectl") or "/usr/bin/kubectl"
 CURL = shutil.which("curl") or "/usr/bin/curl"
 TESTDATA = os.path.join(HERE, "testdata")
 # the recordings of a real kube-apiserver: ../shared/kube when present, else the copy kept here
@@ -28,6 +29,23 @@ _SHARED = os.path.abspath(os.path.join(ROOT, "..", "shared", "kube"))
 RECORDINGS = os.environ.get("KUBE_RECORDINGS") or (_SHARED if os.path.isdir(_SHARED)
                                                     else os.path.join(HERE, "recordings"))
 sys.path.insert(0, os.path.join(ROOT, "hack"))
+sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
+import scratch  # noqa: E402
+
+
+_kubectl_minor = None
+
+
+def kubectl_minor():
+    """The minor version of KUBECTL's client (20 for 1.20): kubectl before
+    1.25 validates manifests itself against /openapi/v2, before 1.24 has no
+    --subresource, and prints explain differently."""
+    global _kubectl_minor
+    if _kubectl_minor is None:
+        out = subprocess.run([KUBECTL, "version", "--client", "-o", "json"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, check=True, timeout=60).stdout
+        _kubectl_minor = int(re.match(r"\d+", json.loads(out)["clientVersion"]["minor"]).group(0))
+    return _kubectl_minor
 
 
 class Response:
@@ -47,7 +65,7 @@ class Sim:
     """A running kube-sim."""
 
     def __init__(self, *args, tls=True, crds=True, workdir=None, port=0, env=None):
-        self.dir = workdir or tempfile.mkdtemp(prefix="kube-sim-test-")
+        self.dir = workdir or scratch.mkdtemp("kube-sim-test-")
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
         self.cache_dir = os.path.join(self.dir, "kubectl-cache")
         self.args = list(args)

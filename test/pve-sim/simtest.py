@@ -11,13 +11,14 @@ import socket
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.environ.get("CARP_SOURCE_DIR") or os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "test", "tools"))
+import scratch  # noqa: E402
 SIM = os.path.join(ROOT, "hack", "pve-sim")
 KUBESIM = os.path.join(ROOT, "hack", "kube-sim")
 
@@ -65,7 +66,7 @@ class Sim:
 
     def __init__(self, *args, fast=True, templates=("ubuntu:9000@pve1", "shared:9001"),
                  hosts="pve1,pve2,pve3"):
-        self.dir = tempfile.mkdtemp(prefix="pve-sim-test-")
+        self.dir = scratch.mkdtemp("pve-sim-test-")
         self.cfg = os.path.join(self.dir, "pve.yaml")
         self.cfg_np = os.path.join(self.dir, "pve-noperm.yaml")
         self.log = os.path.join(self.dir, "requests.jsonl")

@@ -7,11 +7,10 @@ import http.server
 import json
 import os
 import socketserver
-import tempfile
 import threading
 import time
 
-from simtest import Sim, main, wait_until
+from simtest import Sim, main, scratch, wait_until
 import unittest
 
 
@@ -56,7 +55,7 @@ class FakeKube:
 
         self.server = S(("127.0.0.1", 0), H)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.dir = tempfile.mkdtemp(prefix="fake-kube-")
+        self.dir = scratch.mkdtemp("fake-kube-")
         self.kubeconfig = os.path.join(self.dir, "kubeconfig")
         with open(self.kubeconfig, "w") as f:
             f.write("""apiVersion: v1

@@ -51,6 +51,30 @@ static inline void carp_test_rmtree(const char *dir)
     nftw(dir, carp_test_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* cmocka setup and teardown for a test that needs a scratch folder:
+ *   cmocka_unit_test_setup_teardown(test_x, carp_test_tmpdir_setup,
+ *                                   carp_test_tmpdir_teardown)
+ * *state is the folder's path; the teardown removes it whether the test
+ * passed or failed. */
+static inline int carp_test_tmpdir_setup(void **state)
+{
+  char *dir = malloc(256);
+  if (!dir || carp_test_tmpdir(dir, 256, "test") != 0) {
+    free(dir);
+    return -1;
+  }
+  *state = dir;
+  return 0;
+}
+
+static inline int carp_test_tmpdir_teardown(void **state)
+{
+  carp_test_rmtree(*state);
+  free(*state);
+  *state = NULL;
+  return 0;
+}
+
 /* Reads a whole file, NUL-terminated; NULL on error. free() the result. */
 static inline char *carp_test_read_file(const char *path, size_t *len)
 {

@@ -16,6 +16,7 @@
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
 #include "carpenter/kubeconfig.h"
+#include "tmpdir.h"
 
 static char dir[64];
 
@@ -39,15 +40,14 @@ static char *path_of(const char *name)
 
 static int setup(void **state)
 {
-  snprintf(dir, sizeof(dir), "/tmp/carp-kc-XXXXXX");
-  return mkdtemp(dir) ? 0 : -1;
+  return carp_test_tmpdir(dir, sizeof(dir), "kc");
 }
 
+/* cmocka runs it after the group's tests, also when one failed. */
 static int teardown(void **state)
 {
-  char cmd[128];
-  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-  return system(cmd);
+  carp_test_rmtree(dir);
+  return 0;
 }
 
 static const char *good =

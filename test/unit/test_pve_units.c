@@ -21,6 +21,7 @@
 #include "carpenter/error.h"
 #include "carpenter/pve.h"
 #include "pve_int.h"
+#include "tmpdir.h"
 
 #define FP                                                                     \
   "AA:BB:CC:DD:EE:FF:00:11:22:33:44:55:66:77:88:99:AA:BB:CC:DD:EE:FF:00:11:"   \
@@ -68,14 +69,15 @@ static void test_config_ok(void **state)
 
 static void test_config_secret_file(void **state)
 {
-  char path[] = "/tmp/carp-pve-secret-XXXXXX", text[512];
+  char path[300], text[512];
   struct carp_pve_config c;
   char *err = NULL;
-  int fd = mkstemp(path);
-  (void)state;
-  assert_true(fd >= 0);
-  assert_int_equal(write(fd, "from-file\n", 10), 10);
-  close(fd);
+  FILE *f;
+  snprintf(path, sizeof(path), "%s/secret", (const char *)*state);
+  f = fopen(path, "w");
+  assert_non_null(f);
+  assert_true(fputs("from-file\n", f) >= 0);
+  assert_int_equal(fclose(f), 0);
   snprintf(
       text, sizeof(text),
       "clusters:\n- region: lab\n  url: https://h:8006\n  tokenID: a@pve!b\n"
@@ -430,7 +432,9 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_ok),
-      cmocka_unit_test(test_config_secret_file),
+      cmocka_unit_test_setup_teardown(test_config_secret_file,
+                                      carp_test_tmpdir_setup,
+                                      carp_test_tmpdir_teardown),
       cmocka_unit_test(test_config_errors),
       cmocka_unit_test(test_form),
       cmocka_unit_test(test_classify),

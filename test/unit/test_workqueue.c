@@ -17,6 +17,7 @@
 struct rec {
   char key[32];
   uint64_t at;
+  int probes_fired; /* probe timers that had fired when this run began */
 };
 
 struct fx {
@@ -33,8 +34,23 @@ struct fx {
   uv_timer_t holds[16];
   char hold_keys[16][32];
   int nholds;
+  /* With probe_base_ms set, each failure starts a probe timer due at twice
+   * the backoff that failure should get (probe_base_ms << failure): a retry
+   * that runs before its probe fired waited less than twice its backoff,
+   * whatever the machine's load (libuv runs due timers in due order). */
+  uint64_t probe_base_ms;
+  uv_timer_t probes[16];
+  int nprobes;
+  int probes_fired;
   int closed;
 };
+
+static void on_probe(uv_timer_t *t)
+{
+  struct fx *f = t->data;
+  f->probes_fired++;
+  uv_close((uv_handle_t *)t, NULL);
+}
 
 static void finish(struct fx *f, const char *key)
 {
@@ -43,6 +59,12 @@ static void finish(struct fx *f, const char *key)
   if (f->fail_times > 0) {
     f->fail_times--;
     r = CARP_RECONCILE_ERROR;
+    if (f->probe_base_ms) {
+      int i = f->nprobes++;
+      uv_timer_init(&f->loop, &f->probes[i]);
+      f->probes[i].data = f;
+      uv_timer_start(&f->probes[i], on_probe, 2 * (f->probe_base_ms << i), 0);
+    }
   }
   carp_workqueue_done(f->q, key, r, 0);
 }
@@ -61,6 +83,7 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
   struct rec *r = &f->runs[f->nruns++];
   snprintf(r->key, sizeof(r->key), "%s", key);
   r->at = uv_now(&f->loop);
+  r->probes_fired = f->probes_fired;
   f->in_flight++;
   if (f->in_flight > f->max_in_flight)
     f->max_in_flight = f->in_flight;
@@ -178,15 +201,18 @@ static void test_backoff(void **state)
   struct fx f;
   setup_fx(&f, 1, NULL);
   f.fail_times = 4;
+  f.probe_base_ms = 5;
   carp_workqueue_add(f.q, "x");
   uv_run(&f.loop, UV_RUN_DEFAULT);
   assert_int_equal(f.nruns, 5);
-  /* 5, 10, 20, 40 ms between attempts (timers may run late, not early). */
+  /* 5, 10, 20, 40 ms between attempts: never less (timers run late, not
+   * early), and each retry ran before the probe due at twice its backoff
+   * (so the backoff doubles, it does not grow faster). */
   for (int i = 1; i < 5; i++) {
     uint64_t gap = f.runs[i].at - f.runs[i - 1].at;
     uint64_t want = 5u << (i - 1);
     assert_true(gap >= want);
-    assert_true(gap < want + 50);
+    assert_int_equal(f.runs[i].probes_fired, i - 1);
   }
   /* Success forgot the failures. */
   assert_int_equal(carp_workqueue_failures(f.q, "x"), 0);
@@ -233,7 +259,8 @@ static void test_add_after(void **state)
   assert_string_equal(f.runs[0].key, "now");
   assert_string_equal(f.runs[1].key, "late");
   assert_string_equal(f.runs[2].key, "later");
-  assert_true(f.runs[1].at - start >= 30 && f.runs[1].at - start < 150);
+  /* "late" ran before "later" (60 ms): its 30 ms won over its 200 ms. */
+  assert_true(f.runs[1].at - start >= 30);
   assert_true(f.runs[2].at - start >= 60);
   teardown_fx(&f);
 }

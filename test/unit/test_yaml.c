@@ -14,6 +14,7 @@
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
 #include "carpenter/yaml.h"
+#include "tmpdir.h"
 
 static void test_tree(void **state)
 {
@@ -96,18 +97,18 @@ static void test_errors(void **state)
 
 static void test_file(void **state)
 {
-  char path[] = "/tmp/carp-yaml-XXXXXX";
-  int fd = mkstemp(path);
+  char path[300];
+  FILE *f;
   struct carp_yaml_doc doc;
   char *err = NULL;
-  const char *text = "apiVersion: v1\nkind: Config\n";
-  assert_true(fd >= 0);
-  assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-  close(fd);
+  snprintf(path, sizeof(path), "%s/doc.yaml", (const char *)*state);
+  f = fopen(path, "w");
+  assert_non_null(f);
+  assert_true(fputs("apiVersion: v1\nkind: Config\n", f) >= 0);
+  assert_int_equal(fclose(f), 0);
   assert_int_equal(carp_yaml_load_file(path, &doc, &err), 0);
   assert_string_equal(carp_yaml_str(carp_yaml_get(doc.root, "kind")), "Config");
   carp_yaml_free(&doc);
-  unlink(path);
 }
 
 int main(void)
@@ -115,7 +116,8 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tree),
       cmocka_unit_test(test_errors),
-      cmocka_unit_test(test_file),
+      cmocka_unit_test_setup_teardown(test_file, carp_test_tmpdir_setup,
+                                      carp_test_tmpdir_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

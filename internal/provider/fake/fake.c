@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
+#include "carpenter/clock.h"
 #include "carpenter/error.h"
 #include "carpenter/nodeclaim.h"
 #include "carpenter/nodeclass.h"
@@ -64,6 +65,8 @@ struct fake_op;
 struct fake {
   struct carp_provider base;
   uv_loop_t *loop;
+  struct carp_clock *clock;
+  struct carp_clock *own_clock;
   char region[64];
   struct fake_zone zones[MAX_ZONES];
   size_t nzones;
@@ -87,7 +90,7 @@ struct fake {
 struct fake_op {
   struct fake *f;
   int method;
-  uv_timer_t timer;
+  struct carp_timer timer;
   int canceled;
   int stage; /* create: 0 pick, 1 waiting for reserve, 2 done */
   struct fake_op *next;
@@ -171,7 +174,7 @@ static int fits(struct fake *f, const struct fake_zone *z,
 /* --- op plumbing ------------------------------------------------------------
  */
 
-static void op_closed(uv_handle_t *h)
+static void op_closed(struct carp_timer *h)
 {
   struct fake_op *op = h->data;
   struct fake *f = op->f;
@@ -193,6 +196,7 @@ static void op_closed(uv_handle_t *h)
     for (i = 0; i < f->ntypes; i++)
       carp_free((char *)f->types[i].name);
     carp_free(f->types);
+    carp_clock_free(f->own_clock);
     carp_free(f);
     if (cb)
       cb(arg);
@@ -212,7 +216,7 @@ static void op_end(struct fake_op *op)
     op->tok->op = NULL; /* a late reserve answer finds nothing */
     op->tok = NULL;
   }
-  uv_close((uv_handle_t *)&op->timer, op_closed);
+  carp_timer_close(&op->timer, op_closed);
 }
 
 static int take_failure(struct fake *f, int m, struct carp_provider_error *e)
@@ -334,7 +338,7 @@ static int pick(struct fake *f, struct fake_op *op,
   return 0;
 }
 
-static void on_timer(uv_timer_t *t);
+static void on_timer(struct carp_timer *t);
 
 static void on_reserved(void *token, int status)
 {
@@ -346,7 +350,7 @@ static void on_reserved(void *token, int status)
   op->tok = NULL;
   op->reserve_status = status;
   op->stage = 2;
-  uv_timer_start(&op->timer, on_timer, op->f->delay[M_CREATE], 0);
+  carp_timer_start(&op->timer, on_timer, op->f->delay[M_CREATE], 0);
 }
 
 static void create_step(struct fake_op *op)
@@ -411,7 +415,7 @@ static void create_step(struct fake_op *op)
   finish(op, 0, NULL);
 }
 
-static void on_timer(uv_timer_t *t)
+static void on_timer(struct carp_timer *t)
 {
   struct fake_op *op = t->data;
   struct fake *f = op->f;
@@ -474,12 +478,12 @@ static struct fake_op *op_new(struct fake *f, int method, void *arg)
   op->f = f;
   op->method = method;
   op->arg = arg;
-  uv_timer_init(f->loop, &op->timer);
+  carp_timer_init(f->clock, &op->timer);
   op->timer.data = op;
   op->next = f->ops;
   f->ops = op;
   f->calls[method]++;
-  uv_timer_start(&op->timer, on_timer, f->delay[method], 0);
+  carp_timer_start(&op->timer, on_timer, f->delay[method], 0);
   return op;
 }
 
@@ -503,7 +507,8 @@ static int v_create(struct carp_provider *p,
   op->reserve = req->reserve;
   op->reserve_arg = req->reserve_arg;
   op->cb.create = cb;
-  uv_timer_start(&op->timer, on_timer, 0, 0); /* pick now, finish after delay */
+  carp_timer_start(&op->timer, on_timer, 0,
+                   0); /* pick now, finish after delay */
   if (out)
     *out = (struct carp_provider_op *)op;
   return 0;
@@ -627,7 +632,7 @@ static void v_cancel(struct carp_provider *p, struct carp_provider_op *o)
     op->tok->op = NULL;
     op->tok = NULL;
   }
-  uv_timer_start(&op->timer, on_timer, 0, 0);
+  carp_timer_start(&op->timer, on_timer, 0, 0);
 }
 
 static void v_close(struct carp_provider *p, void (*cb)(void *), void *arg)
@@ -643,9 +648,9 @@ static void v_close(struct carp_provider *p, void (*cb)(void *), void *arg)
     /* Nothing pending: free through a throwaway op so cb is asynchronous. */
     op = CARP_NEW(struct fake_op);
     op->f = f;
-    uv_timer_init(f->loop, &op->timer);
+    carp_timer_init(f->clock, &op->timer);
     op->timer.data = op;
-    uv_close((uv_handle_t *)&op->timer, op_closed);
+    carp_timer_close(&op->timer, op_closed);
     return;
   }
   for (op = f->ops; op; op = op->next)
@@ -676,6 +681,9 @@ int carp_fake_provider_new(uv_loop_t *loop,
   f = CARP_NEW(struct fake);
   f->base.ops = &fake_ops;
   f->loop = loop;
+  f->clock = o ? o->clock : NULL;
+  if (!f->clock)
+    f->clock = f->own_clock = carp_clock_real_new(loop);
   snprintf(f->region, sizeof(f->region), "%s",
            o && o->region ? o->region : "fake");
   if (o && o->zones) {
@@ -811,6 +819,17 @@ int carp_fake_provider_add_instance(struct carp_provider *p, const char *name,
   if (out)
     snprintf(out, size, "%s", v->inst.provider_id);
   return 0;
+}
+
+const struct carp_fake_instance_type *
+carp_fake_provider_type(struct carp_provider *p, const char *name)
+{
+  struct fake *f = F(p);
+  size_t i;
+  for (i = 0; i < f->ntypes; i++)
+    if (!strcmp(f->types[i].name, name))
+      return &f->types[i];
+  return NULL;
 }
 
 size_t carp_fake_provider_count(struct carp_provider *p)

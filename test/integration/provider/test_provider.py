@@ -17,7 +17,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import unittest
 import urllib.parse
@@ -28,6 +27,7 @@ sys.path.insert(0, os.path.join(ROOT, "test", "pve-sim"))
 sys.path.insert(0, os.path.join(ROOT, "hack"))
 
 import simtest  # noqa: E402
+import scratch  # noqa: E402  (test/tools: on the path since simtest)
 from pvesim.schema import Schema  # noqa: E402
 
 DRIVER = None
@@ -38,15 +38,6 @@ SIM_FAST = ["--clone-seconds", "0.2", "--full-clone-seconds", "0.3", "--boot-sec
             "--task-seconds", "0.05", "--stats-seconds", "0.5", "--bad-token-delay", "0.2"]
 PER_HOST = ("k3s:8990@pve1", "k3s:9000@pve1", "k3s:9010@pve2", "k3s:9020@pve3")
 LATENCY = collections.defaultdict(list)
-
-
-def apidata_path():
-    for cand in (os.environ.get("PVE_APIDATA"),
-                 os.path.join(ROOT, "..", "shared", "pve", "apidata.js"),
-                 "/work/shared/pve/apidata.js"):
-        if cand and os.path.exists(cand):
-            return cand
-    raise RuntimeError("apidata.js not found")
 
 
 def nodeclass(**spec):
@@ -77,7 +68,7 @@ class ProviderCase(unittest.TestCase):
     def setUpClass(cls):
         cls.sim = simtest.Sim(*(SIM_FAST + list(cls.sim_args)), fast=False,
                               templates=cls.templates, hosts=cls.hosts)
-        cls.dir = tempfile.mkdtemp(prefix="carp-provider-")
+        cls.dir = scratch.mkdtemp("carp-provider-")
 
     @classmethod
     def tearDownClass(cls):
@@ -656,7 +647,7 @@ def main():
         print(__doc__)
         sys.exit(2)
     DRIVER = sys.argv.pop(1)
-    SCHEMA = Schema(apidata_path())
+    SCHEMA = Schema()
     prog = unittest.main(verbosity=2, exit=False)
     if LATENCY:
         print("\nlatency on pve-sim (clone 0.2 s, start 0.1 s, stop 0.1 s, destroy 0.1 s):")

@@ -1,0 +1,206 @@
+/* conditions.c: the nodeclaim.disruption controller, which keeps on each
+ * NodeClaim what the disruption controller and a user read:
+ *
+ *   status.lastPodEventTime  the last time a pod came to or left its node
+ *                            (as Karpenter's podevents controller writes
+ *                            it, at most every 5 s per NodeClaim), so the
+ *                            quiet time survives a change of leader;
+ *   Consolidatable           True once the node has been quiet for its
+ *                            pool's consolidateAfter, removed when a pod
+ *                            comes or goes.
+ *
+ * Both go in one status write. A NodeClaim that is not quiet yet waits on
+ * the clock for exactly the time left. */
+#include <string.h>
+
+#include "carpenter/alloc.h"
+#include "carpenter/duration.h"
+#include "carpenter/error.h"
+#include "carpenter/log.h"
+#include "disruption_int.h"
+
+#define POD_EVENT_DEDUPE_MS 5000
+
+struct claim_conditions {
+  struct carp_controller base;
+  int64_t active_since;
+};
+
+#define CC(c) carp_container_of(c, struct claim_conditions, base)
+
+static void on_written(struct carp_controller *c, const char *key,
+                       const struct carp_kube_result *res, void *arg)
+{
+  (void)arg;
+  /* Success: the watch event of the write queues the claim again. */
+  if (!res->err)
+    carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
+  else
+    carp_write_done(c, key, res);
+}
+
+static void reconcile(struct carp_controller *c, const char *key)
+{
+  struct claim_conditions *cc = CC(c);
+  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(c->env.cluster, key);
+  const struct carp_nodepool *np;
+  const struct carp_node *node;
+  struct carp_nodeclaim_status st;
+  struct carp_buf body;
+  const char *pool;
+  int64_t now = carp_controller_now(c), event, since;
+  uint64_t after = 0;
+  int changed = 0, want, rc;
+
+  if (!nc || nc->meta.deletion_ms || !carp__dis_managed(nc) ||
+      !carp_conditions_is_true(&nc->status.conditions, CARP_COND_INITIALIZED)) {
+    carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
+    return;
+  }
+  pool = carp_nodeclaim_nodepool(nc);
+  np = pool ? carp_cluster_nodepool(c->env.cluster, pool) : NULL;
+  node = carp_cluster_node_of_nodeclaim(c->env.cluster, nc);
+  carp_nodeclaim_status_copy(&st, &nc->status);
+  event =
+      node ? carp_cluster_last_pod_event(c->env.cluster, node->meta.name) : 0;
+  if (event > st.last_pod_event_ms) {
+    if (event - st.last_pod_event_ms >= POD_EVENT_DEDUPE_MS ||
+        !st.last_pod_event_ms) {
+      st.last_pod_event_ms = event;
+      changed = 1;
+    } else {
+      after = (uint64_t)(st.last_pod_event_ms + POD_EVENT_DEDUPE_MS - event);
+    }
+  }
+  since = carp__dis_since(c->env.cluster, nc, node, cc->active_since);
+  want = np && !np->has_replicas &&
+         np->consolidate_after_ms != CARP_DURATION_NEVER &&
+         now - since >= np->consolidate_after_ms;
+  if (want)
+    changed |= carp_conditions_set(
+        &st.conditions, &carp_condset_nodeclaim, CARP_COND_CONSOLIDATABLE,
+        CARP_COND_TRUE, "Consolidatable", "", nc->meta.generation, now);
+  else
+    changed |= carp_conditions_clear(&st.conditions, CARP_COND_CONSOLIDATABLE);
+  if (!want && np && !np->has_replicas &&
+      np->consolidate_after_ms != CARP_DURATION_NEVER) {
+    uint64_t left = (uint64_t)(since + np->consolidate_after_ms - now);
+    if (!after || left < after)
+      after = left;
+  }
+  if (!changed) {
+    carp_nodeclaim_status_cleanup(&st);
+    if (after)
+      carp_controller_done(c, key, CARP_RECONCILE_REQUEUE_AFTER, after);
+    else
+      carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
+    return;
+  }
+  carp_buf_init(&body, CARP_BUF_UNLIMITED);
+  rc = carp_nodeclaim_status_patch(&st, nc->meta.resource_version, &body);
+  if (!rc) {
+    struct carp_kube_ref ref = carp_ref_nodeclaim(nc->meta.name, "status");
+    rc = carp_write_patch(c, key, &ref, body.ptr, body.len, on_written, NULL);
+  }
+  carp_buf_free(&body);
+  carp_nodeclaim_status_cleanup(&st);
+  if (rc)
+    carp_controller_done(c, key, CARP_RECONCILE_ERROR, 0);
+}
+
+/* ---- events ---- */
+
+static void queue_node_claim(struct carp_controller *c, const char *node_name)
+{
+  const struct carp_node *node;
+  const struct carp_nodeclaim *nc;
+  if (!node_name)
+    return;
+  node = carp_cluster_node(c->env.cluster, node_name);
+  nc = node ? carp_cluster_nodeclaim_of_node(c->env.cluster, node) : NULL;
+  if (nc)
+    carp_controller_enqueue(c, nc->meta.name);
+}
+
+/* A pod came, left, or finished on a node. */
+static void pod_event(struct carp_controller *c, const struct carp_objmeta *old,
+                      const struct carp_objmeta *obj, int deleted)
+{
+  const struct carp_pod *p = (const struct carp_pod *)obj;
+  const struct carp_pod *o = (const struct carp_pod *)old;
+  if (deleted || !o) {
+    queue_node_claim(c, p->node_name);
+    return;
+  }
+  if (o->node_name != p->node_name ||
+      carp_pod_is_terminal(o) != carp_pod_is_terminal(p) ||
+      !o->meta.deletion_ms != !p->meta.deletion_ms) {
+    queue_node_claim(c, o->node_name);
+    queue_node_claim(c, p->node_name);
+  }
+}
+
+static void node_event(struct carp_controller *c,
+                       const struct carp_objmeta *old,
+                       const struct carp_objmeta *obj, int deleted)
+{
+  (void)old;
+  (void)deleted;
+  queue_node_claim(c, obj->name);
+}
+
+/* consolidateAfter may have changed: every claim of the pool. */
+static void pool_event(struct carp_controller *c,
+                       const struct carp_objmeta *old,
+                       const struct carp_objmeta *obj, int deleted)
+{
+  struct carp_objmeta *const *claims;
+  size_t n, i;
+  (void)old;
+  (void)deleted;
+  claims = carp_cluster_nodeclaims_of_pool(c->env.cluster, obj->name, &n);
+  for (i = 0; i < n; i++)
+    carp_controller_enqueue(c, claims[i]->name);
+}
+
+static void activated(struct carp_controller *c)
+{
+  CC(c)->active_since = carp_controller_now(c);
+  carp_controller_enqueue_all(c, c->env.cluster->nodeclaims);
+}
+
+static void cc_free(struct carp_controller *c)
+{
+  carp_free(CC(c));
+}
+
+static const struct carp_controller_def conditions_def = {
+    .name = "nodeclaim.disruption",
+    .log_module = "disruption",
+    .concurrency = 4,
+    .reconcile = reconcile,
+    .activated = activated,
+    .free = cc_free,
+};
+
+int carp_disruption_conditions_new(const struct carp_controller_env *env,
+                                   struct carp_controller **out)
+{
+  struct claim_conditions *cc;
+  int rc;
+  if (!env || !out)
+    return CARP_EINVAL;
+  cc = CARP_NEW(struct claim_conditions);
+  rc = carp_controller_init(&cc->base, env, &conditions_def);
+  if (rc) {
+    carp_free(cc);
+    return rc;
+  }
+  carp_controller_watch(&cc->base, env->cluster->nodeclaims,
+                        carp_controller_map_name);
+  carp_controller_watch(&cc->base, env->cluster->pods, pod_event);
+  carp_controller_watch(&cc->base, env->cluster->nodes, node_event);
+  carp_controller_watch(&cc->base, env->cluster->nodepools, pool_event);
+  *out = &cc->base;
+  return 0;
+}

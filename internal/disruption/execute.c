@@ -1,0 +1,483 @@
+/* execute.c: carrying a validated command out.
+ *
+ * Delete: each candidate is marked for deletion (the provisioner counts
+ * its pods as needing a place from then on), its Node tainted
+ * karpenter.sh/disrupted:NoSchedule, its NodeClaim given the
+ * DisruptionReason condition and deleted; termination drains it through
+ * the Eviction API. The next decision waits until they are gone.
+ *
+ * Replace: the replacement NodeClaim is created first and nothing else
+ * happens until it is Initialized. Then the candidates' pods are simulated
+ * once more onto the cluster as it is now (the replacement included, the
+ * pods that arrived meanwhile counted); if they fit, the candidates go as
+ * above. If the replacement is deleted, never initializes within the
+ * command timeout, or the pods no longer fit, the command is rolled back:
+ * the replacement is deleted and nothing was tainted. No pod is ever left
+ * without a place because of a consolidation. */
+#include <stdio.h>
+#include <string.h>
+
+#include "carpenter/alloc.h"
+#include "carpenter/error.h"
+#include "carpenter/json.h"
+#include "carpenter/log.h"
+#include "carpenter/metrics.h"
+#include "carpenter/rand.h"
+#include "carpenter/scheduling.h"
+#include "dis_ctl.h"
+
+/* A replacement the cache has not shown yet after this long is gone. */
+#define REPLACEMENT_SEEN_MS 30000
+
+const char *carp__dis_reason_label(enum carp_disruption_reason r)
+{
+  switch (r) {
+  case CARP_DISRUPT_EMPTY:
+    return "empty";
+  case CARP_DISRUPT_DRIFTED:
+    return "drifted";
+  case CARP_DISRUPT_UNDERUTILIZED:
+    break;
+  }
+  return "underutilized";
+}
+
+const char *carp__dis_reason_name(enum carp_disruption_reason r)
+{
+  switch (r) {
+  case CARP_DISRUPT_EMPTY:
+    return "Empty";
+  case CARP_DISRUPT_DRIFTED:
+    return "Drifted";
+  case CARP_DISRUPT_UNDERUTILIZED:
+    break;
+  }
+  return "Underutilized";
+}
+
+const char *carp__dis_policy_name(const struct carp_nodepool *np)
+{
+  if (!np)
+    return "";
+  switch (np->consolidation_policy) {
+  case CARP_CONSOLIDATE_WHEN_EMPTY:
+    return "WhenEmpty";
+  case CARP_CONSOLIDATE_BALANCED:
+    return "Balanced";
+  case CARP_CONSOLIDATE_WHEN_EMPTY_OR_UNDERUTILIZED:
+    break;
+  }
+  return "WhenEmptyOrUnderutilized";
+}
+
+static const char *decision_name(enum dis_decision d)
+{
+  return d == DIS_REPLACE ? "replace" : "delete";
+}
+
+void carp__dis_cmd_free(struct carp_disruption *d)
+{
+  struct dis_cmd *cmd = &d->cmd;
+  size_t i;
+  for (i = 0; i < cmd->n; i++) {
+    carp_free(cmd->c[i].claim);
+    carp_free(cmd->c[i].uid);
+    carp_free(cmd->c[i].node);
+    carp_free(cmd->c[i].pool);
+    carp_free(cmd->c[i].capacity_type);
+  }
+  carp_free(cmd->c);
+  carp_free(cmd->repl.nodepool);
+  carp_free(cmd->repl.body);
+  carp_free(cmd->repl.types);
+  carp_resources_cleanup(&cmd->repl.capacity);
+  carp_free(cmd->repl_name);
+  carp_free(cmd->repl_uid);
+  memset(cmd, 0, sizeof(*cmd));
+  d->running = 0;
+  d->state = ST_IDLE;
+}
+
+/* An event on every candidate's Node and NodeClaim. */
+static void cand_events(struct carp_disruption *d, const char *reason,
+                        const char *message)
+{
+  struct carp_controller *c = &d->base;
+  size_t i;
+  for (i = 0; i < d->cmd.n; i++) {
+    const struct carp_node *node =
+        carp_cluster_node(c->env.cluster, d->cmd.c[i].node);
+    const struct carp_nodeclaim *nc =
+        carp_cluster_nodeclaim(c->env.cluster, d->cmd.c[i].claim);
+    if (node)
+      carp_controller_event(c, &node->meta, "v1", CARP_EVENT_NORMAL, reason,
+                            "%s", message);
+    if (nc)
+      carp_controller_event(c, &nc->meta, "karpenter.sh/v1", CARP_EVENT_NORMAL,
+                            reason, "%s", message);
+  }
+}
+
+/* ---- deleting the candidates ---- */
+
+static void cand_failed(struct carp_disruption *d, struct cand_rec *r,
+                        int untaint)
+{
+  struct carp_controller *c = &d->base;
+  const struct carp_node *node = carp_cluster_node(c->env.cluster, r->node);
+  struct carp_taint t = {.key = CARP_TAINT_DISRUPTED,
+                         .value = "",
+                         .effect = CARP_EFFECT_NO_SCHEDULE};
+  r->state = C_FAILED;
+  carp_cluster_unmark(c->env.cluster, r->claim);
+  if (untaint && node && !node->meta.deletion_ms && !c->closing)
+    carp_write_node_taint(c, NULL, node, &t, 0, NULL, NULL);
+}
+
+static void cand_finished(struct carp_disruption *d)
+{
+  size_t i, ok = 0;
+  if (--d->running > 0)
+    return;
+  for (i = 0; i < d->cmd.n; i++)
+    if (d->cmd.c[i].state == C_DELETED)
+      ok++;
+  if (d->base.closing)
+    return;
+  if (!ok) {
+    carp_metric_add(d->m_queue_failures,
+                    CARP_VALUES(decision_name(d->cmd.decision),
+                                carp__dis_reason_label(d->cmd.reason),
+                                carp__dis_method_name(d->cmd.method)),
+                    1);
+    carp__dis_cmd_free(d);
+    return;
+  }
+  d->state = ST_WAITING;
+  d->settled_ms = carp_controller_now(&d->base);
+}
+
+static void on_claim_deleted(struct carp_controller *c, const char *key,
+                             const struct carp_kube_result *res, void *arg)
+{
+  struct carp_disruption *d = DIS(c);
+  struct cand_rec *r = arg;
+  const struct carp_nodepool *np =
+      carp_cluster_nodepool(c->env.cluster, r->pool);
+  (void)key;
+  if (res->err) {
+    if (res->err != CARP_ECANCELED && res->err != CARP_ENOTLEADER)
+      CARP_LOG_WARN("disruption", "deleting the nodeclaim failed",
+                    CARP_F_STR("nodeclaim", r->claim), CARP_F_ERR(res->err),
+                    CARP_F_STR("message", res->message));
+    cand_failed(d, r, res->err != CARP_ENOTFOUND);
+    cand_finished(d);
+    return;
+  }
+  r->state = C_DELETED;
+  carp_metric_add(d->m_disrupted,
+                  CARP_VALUES(carp__dis_reason_label(d->cmd.reason), r->pool,
+                              r->capacity_type, carp__dis_policy_name(np),
+                              "graceful"),
+                  1);
+  cand_finished(d);
+}
+
+static void on_node_tainted(struct carp_controller *c, const char *key,
+                            const struct carp_kube_result *res, void *arg)
+{
+  struct carp_disruption *d = DIS(c);
+  struct cand_rec *r = arg;
+  const struct carp_nodeclaim *nc =
+      carp_cluster_nodeclaim(c->env.cluster, r->claim);
+  const struct carp_node *node = carp_cluster_node(c->env.cluster, r->node);
+  const char *reason = carp__dis_reason_name(d->cmd.reason);
+  (void)key;
+  if (res->err || !nc || strcmp(nc->meta.uid, r->uid) || c->closing) {
+    if (res->err && res->err != CARP_ECANCELED && res->err != CARP_ENOTLEADER)
+      CARP_LOG_INFO("disruption", "tainting the node failed, skipping it",
+                    CARP_F_STR("node", r->node), CARP_F_ERR(res->err),
+                    CARP_F_STR("message", res->message));
+    cand_failed(d, r, !res->err);
+    cand_finished(d);
+    return;
+  }
+  if (node)
+    carp_controller_event(
+        c, &node->meta, "v1", CARP_EVENT_NORMAL, "DisruptionTerminating",
+        "Disrupting Node: %s/%s", reason,
+        d->cmd.decision == DIS_REPLACE ? "Replace" : "Delete");
+  carp_controller_event(c, &nc->meta, "karpenter.sh/v1", CARP_EVENT_NORMAL,
+                        "DisruptionTerminating", "Disrupting NodeClaim: %s/%s",
+                        reason,
+                        d->cmd.decision == DIS_REPLACE ? "Replace" : "Delete");
+  carp_write_claim_condition(c, NULL, nc, CARP_COND_DISRUPTION_REASON,
+                             CARP_COND_TRUE, reason, "", NULL, NULL);
+  if (carp_write_delete_claim(c, NULL, nc, on_claim_deleted, r)) {
+    cand_failed(d, r, 1);
+    cand_finished(d);
+  }
+}
+
+static void start_deletes(struct carp_disruption *d)
+{
+  struct carp_controller *c = &d->base;
+  struct carp_taint t = {.key = CARP_TAINT_DISRUPTED,
+                         .value = "",
+                         .effect = CARP_EFFECT_NO_SCHEDULE};
+  struct carp_buf names;
+  size_t i, n = 0;
+  d->state = ST_EXECUTING;
+  d->running = 1; /* held while starting */
+  carp_buf_init(&names, 64 * 1024);
+  for (i = 0; i < d->cmd.n; i++) {
+    struct cand_rec *r = &d->cmd.c[i];
+    const struct carp_node *node;
+    int rc;
+    if (r->state != C_CHOSEN)
+      continue;
+    node = carp_cluster_node(c->env.cluster, r->node);
+    if (!node) {
+      r->state = C_FAILED;
+      continue;
+    }
+    carp_cluster_mark_for_deletion(c->env.cluster, r->claim);
+    r->state = C_RUNNING;
+    d->running++;
+    /* Taint even when the taint is there already: the write's answer is
+     * what moves the candidate on. */
+    rc = carp_write_node_taint(c, NULL, node, &t, 1, on_node_tainted, r);
+    if (rc == 1) {
+      struct carp_kube_result ok;
+      memset(&ok, 0, sizeof(ok));
+      on_node_tainted(c, NULL, &ok, r);
+    } else if (rc) {
+      cand_failed(d, r, 0);
+      d->running--;
+      continue;
+    }
+    carp_buf_printf(&names, "%s%s", n++ ? "," : "", r->claim);
+  }
+  if (n)
+    CARP_LOG_INFO(
+        "disruption", "disrupting nodeclaim(s) via delete",
+        CARP_F_STR("reason", carp__dis_reason_name(d->cmd.reason)),
+        CARP_F_STR("consolidation_type", carp__dis_method_name(d->cmd.method)),
+        CARP_F_STR("nodeclaims", carp_buf_cstr(&names)),
+        CARP_F_INT("count", (int64_t)n));
+  carp_buf_free(&names);
+  cand_finished(d);
+}
+
+/* ---- the replacement ---- */
+
+static void rollback(struct carp_disruption *d, const char *why)
+{
+  struct carp_controller *c = &d->base;
+  const struct carp_nodeclaim *nc =
+      d->cmd.repl_name
+          ? carp_cluster_nodeclaim(c->env.cluster, d->cmd.repl_name)
+          : NULL;
+  CARP_LOG_INFO(
+      "disruption", "abandoning command: rolling back", CARP_F_STR("why", why),
+      CARP_F_STR("replacement", d->cmd.repl_name ? d->cmd.repl_name : ""));
+  if (nc && !nc->meta.deletion_ms && d->cmd.repl_uid &&
+      !strcmp(nc->meta.uid, d->cmd.repl_uid))
+    carp_write_delete_claim(c, NULL, nc, NULL, NULL);
+  carp_metric_add(d->m_failed_validations,
+                  CARP_VALUES(carp__dis_method_name(d->cmd.method)), 1);
+  carp_metric_add(d->m_queue_failures,
+                  CARP_VALUES(decision_name(d->cmd.decision),
+                              carp__dis_reason_label(d->cmd.reason),
+                              carp__dis_method_name(d->cmd.method)),
+                  1);
+  carp__dis_cmd_free(d);
+}
+
+static void on_replacement_created(struct carp_controller *c, const char *key,
+                                   const struct carp_kube_result *res,
+                                   void *arg)
+{
+  struct carp_disruption *d = DIS(c);
+  const char *uid;
+  (void)key;
+  (void)arg;
+  d->cmd.creating = 0;
+  if (c->closing || d->state != ST_LAUNCHING)
+    return;
+  if (res->err) {
+    if (res->err != CARP_ECANCELED && res->err != CARP_ENOTLEADER)
+      CARP_LOG_WARN("disruption", "creating the replacement failed",
+                    CARP_F_STR("nodeclaim", d->cmd.repl_name),
+                    CARP_F_ERR(res->err), CARP_F_STR("message", res->message));
+    carp_free(d->cmd.repl_name);
+    d->cmd.repl_name = NULL;
+    rollback(d, "the replacement could not be created");
+    return;
+  }
+  uid = carp_json_str(res->body, "metadata", "uid", NULL);
+  d->cmd.repl_uid = carp_strdup(uid ? uid : "");
+  d->cmd.launched_ms = carp_controller_now(c);
+  CARP_LOG_INFO("disruption", "created replacement nodeclaim",
+                CARP_F_STR("nodeclaim", d->cmd.repl_name),
+                CARP_F_STR("nodepool", d->cmd.repl.nodepool),
+                CARP_F_STR("instance-types", d->cmd.repl.types));
+}
+
+static void launch(struct carp_disruption *d)
+{
+  struct carp_controller *c = &d->base;
+  struct carp_kube_ref ref = carp_ref_nodeclaim(NULL, NULL);
+  struct carp_buf name, body;
+  const char *at = strstr(d->cmd.repl.body, "\"__NAME__\"");
+  static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+  char suffix[6];
+  size_t i;
+  int rc;
+  for (i = 0; i < 5; i++)
+    suffix[i] =
+        alphabet[carp_rand_u64(carp_rand_global()) % (sizeof(alphabet) - 1)];
+  suffix[5] = 0;
+  carp_buf_init(&name, 512);
+  carp_buf_printf(&name, "%s-%s", d->cmd.repl.nodepool, suffix);
+  d->cmd.repl_name = carp_buf_steal(&name, NULL);
+  carp_buf_init(&body, CARP_BUF_UNLIMITED);
+  carp_buf_append(&body, d->cmd.repl.body, (size_t)(at - d->cmd.repl.body));
+  carp_buf_printf(&body, "\"%s\"", d->cmd.repl_name);
+  carp_buf_puts(&body, at + 10);
+  d->state = ST_LAUNCHING;
+  d->cmd.launched_ms = carp_controller_now(c);
+  /* Counted by the provisioner from now on, as an in-flight claim. */
+  carp_cluster_expect_claim(c->env.cluster, d->cmd.repl_name,
+                            d->cmd.repl.nodepool, &d->cmd.repl.capacity);
+  d->cmd.creating = 1;
+  rc = carp_write_create(c, NULL, &ref, body.ptr, body.len,
+                         on_replacement_created, NULL);
+  carp_buf_free(&body);
+  {
+    char msg[128];
+    snprintf(msg, sizeof(msg), "Launching NodeClaim: %s",
+             carp__dis_reason_name(d->cmd.reason));
+    cand_events(d, "DisruptionLaunching", msg);
+  }
+  if (rc) {
+    d->cmd.creating = 0;
+    carp_free(d->cmd.repl_name);
+    d->cmd.repl_name = NULL;
+    rollback(d, "the replacement could not be created");
+  }
+}
+
+void carp__dis_execute(struct carp_disruption *d)
+{
+  size_t i;
+  carp_metric_add(d->m_decisions,
+                  CARP_VALUES(decision_name(d->cmd.decision),
+                              carp__dis_reason_label(d->cmd.reason),
+                              carp__dis_method_name(d->cmd.method)),
+                  1);
+  for (i = 0; i < d->cmd.n; i++)
+    carp_metric_add(d->m_decisions_pool,
+                    CARP_VALUES(d->cmd.c[i].pool,
+                                decision_name(d->cmd.decision),
+                                carp__dis_reason_label(d->cmd.reason),
+                                carp__dis_method_name(d->cmd.method)),
+                    1);
+  if (d->cmd.decision == DIS_REPLACE)
+    launch(d);
+  else
+    start_deletes(d);
+}
+
+/* The candidates still there, unchanged, and their pods still fit now
+ * that the replacement is part of the cluster. */
+static const char *still_fits(struct carp_disruption *d, int64_t now)
+{
+  struct carp_controller *c = &d->base;
+  struct dis_analysis a;
+  struct dis_sim *sim = NULL;
+  struct dis_plan plan;
+  size_t *idx = carp_calloc(d->cmd.n + 1, sizeof(size_t));
+  size_t i, j, n = 0;
+  const char *why = NULL;
+  carp__dis_analyze(c->env.cluster, c->env.provider, now, 0, &a);
+  for (i = 0; i < d->cmd.n && !why; i++) {
+    for (j = 0; j < a.ncands; j++)
+      if (!strcmp(a.cands[j].nc->meta.name, d->cmd.c[i].claim) &&
+          !strcmp(a.cands[j].nc->meta.uid, d->cmd.c[i].uid))
+        break;
+    if (j == a.ncands)
+      why = "a candidate is no longer one";
+    else
+      idx[n++] = j;
+  }
+  if (!why && carp__dis_sim_new(c->env.cluster, c->env.provider, &a, &sim))
+    why = "the simulation could not be built";
+  if (!why) {
+    carp__dis_sim_run(sim, idx, n, 0, &plan);
+    if (plan.decision != DIS_DELETE)
+      why = "the candidates' pods no longer fit";
+    carp__dis_plan_cleanup(&plan);
+  }
+  carp__dis_sim_free(sim);
+  carp__dis_analysis_free(&a);
+  carp_free(idx);
+  return why;
+}
+
+void carp__dis_progress(struct carp_disruption *d, int64_t now)
+{
+  struct carp_controller *c = &d->base;
+  if (d->state == ST_LAUNCHING && !d->cmd.creating) {
+    const struct carp_nodeclaim *nc =
+        carp_cluster_nodeclaim(c->env.cluster, d->cmd.repl_name);
+    const char *why;
+    if (!nc || strcmp(nc->meta.uid, d->cmd.repl_uid) || nc->meta.deletion_ms) {
+      if (nc || now - d->cmd.launched_ms >= REPLACEMENT_SEEN_MS)
+        rollback(d, "the replacement NodeClaim was deleted before it "
+                    "initialized");
+      return;
+    }
+    if (!carp_conditions_is_true(&nc->status.conditions,
+                                 CARP_COND_INITIALIZED)) {
+      if (now - d->cmd.launched_ms >= (int64_t)d->o.command_timeout_ms) {
+        rollback(d, "the replacement did not initialize in time");
+        return;
+      }
+      if (!d->cmd.repl_waiting_said) {
+        d->cmd.repl_waiting_said = 1;
+        cand_events(d, "DisruptionWaitingReadiness",
+                    "Waiting on readiness to continue disruption");
+      }
+      return;
+    }
+    why = still_fits(d, now);
+    if (why) {
+      rollback(d, why);
+      return;
+    }
+    start_deletes(d);
+    return;
+  }
+  if (d->state == ST_WAITING) {
+    size_t i;
+    int left = 0;
+    for (i = 0; i < d->cmd.n; i++) {
+      const struct carp_nodeclaim *nc;
+      if (d->cmd.c[i].state != C_DELETED)
+        continue;
+      nc = carp_cluster_nodeclaim(c->env.cluster, d->cmd.c[i].claim);
+      if (nc && !strcmp(nc->meta.uid, d->cmd.c[i].uid))
+        left = 1;
+    }
+    if (!left)
+      carp__dis_cmd_free(d);
+    else if (now - d->settled_ms >= (int64_t)d->o.command_timeout_ms) {
+      CARP_LOG_WARN("disruption",
+                    "previous command's nodeclaims still terminating; "
+                    "deciding again",
+                    CARP_F_DURATION("waited", now - d->settled_ms));
+      carp__dis_cmd_free(d);
+    }
+  }
+}

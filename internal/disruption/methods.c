@@ -1,0 +1,302 @@
+/* methods.c: what to disrupt next, in Karpenter's order - empty nodes,
+ * then multi-node consolidation, then single-node consolidation - within
+ * each NodePool's budget for the reason (Empty, Underutilized).
+ *
+ * Multi-node consolidation looks at every candidate, not the first 100:
+ * a binary search over the candidates in disruption-cost order finds the
+ * longest prefix that can be deleted, or replaced by one cheaper node, in
+ * O(log n) simulations. Single-node consolidation tries each candidate in
+ * turn and stops at the first that can go. Consolidation waits while pods
+ * are pending: the cluster is growing, and moving pods then only adds
+ * churn (and could take room the pending pods are about to be given).
+ *
+ * Balanced pools (consolidationPolicy: Balanced) accept a move only when
+ * the share of the pools' price it saves is at least half the share of
+ * the pools' disruption it causes: score = (savings / pool price) /
+ * (moved disruption / pool disruption) >= 0.5, a node's disruption being
+ * 1 + the positive eviction costs of its pods. */
+#include <stdio.h>
+#include <string.h>
+
+#include "carpenter/alloc.h"
+#include "carpenter/log.h"
+#include "disruption_int.h"
+
+#define BALANCED_THRESHOLD 0.5
+
+const char *carp__dis_method_name(enum dis_method m)
+{
+  switch (m) {
+  case DIS_EMPTY:
+    return "empty";
+  case DIS_MULTI:
+    return "multi";
+  case DIS_SINGLE:
+    return "single";
+  }
+  return "";
+}
+
+void carp__dis_command_cleanup(struct dis_command *cmd)
+{
+  carp__dis_plan_cleanup(&cmd->plan);
+  carp_free(cmd->cands);
+  memset(cmd, 0, sizeof(*cmd));
+}
+
+void carp__dis_notes_free(struct dis_notes *n)
+{
+  carp_free(n->v);
+  memset(n, 0, sizeof(*n));
+}
+
+static struct dis_note *note(struct dis_notes *notes, const struct dis_cand *cd,
+                             const char *why)
+{
+  struct dis_note *x;
+  if (!notes)
+    return NULL;
+  if (notes->n == notes->cap) {
+    notes->cap = notes->cap ? notes->cap * 2 : 16;
+    notes->v = carp_reallocarray(notes->v, notes->cap, sizeof(*notes->v));
+  }
+  x = &notes->v[notes->n++];
+  x->nc = cd->nc;
+  x->node = cd->node;
+  x->score = -1;
+  x->pool = NULL;
+  snprintf(x->why, sizeof(x->why), "%s", why);
+  return x;
+}
+
+double carp__dis_balanced_score(const struct dis_analysis *a, const size_t *idx,
+                                size_t n, double savings)
+{
+  double cost = 0, pool_disruption = 0, moved = 0;
+  uint8_t *seen = carp_calloc(a->npools + 1, 1);
+  size_t i;
+  for (i = 0; i < n; i++) {
+    const struct dis_cand *cd = &a->cands[idx[i]];
+    moved += cd->disruption;
+    if (!seen[cd->pool]) {
+      seen[cd->pool] = 1;
+      cost += a->pools[cd->pool].cost;
+      pool_disruption += a->pools[cd->pool].disruption;
+    }
+  }
+  carp_free(seen);
+  if (cost <= 0 || pool_disruption <= 0 || moved <= 0)
+    return 0;
+  return (savings / cost) / (moved / pool_disruption);
+}
+
+static int balanced_involved(const struct dis_analysis *a, const size_t *idx,
+                             size_t n)
+{
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (a->pools[a->cands[idx[i]].pool].np->consolidation_policy ==
+        CARP_CONSOLIDATE_BALANCED)
+      return 1;
+  return 0;
+}
+
+static double price_of_set(const struct dis_analysis *a, const size_t *idx,
+                           size_t n)
+{
+  double sum = 0;
+  size_t i;
+  for (i = 0; i < n; i++)
+    sum += a->cands[idx[i]].price > 0 ? a->cands[idx[i]].price : 0;
+  return sum;
+}
+
+/* Fills cmd from a plan for idx[0..n): savings and, for Balanced pools,
+ * the score. Returns 0 when Balanced refuses it (why set, *rejected the
+ * score). */
+static int accept_move(const struct dis_analysis *a, const size_t *idx,
+                       size_t n, enum dis_method method, struct dis_plan *plan,
+                       struct dis_command *cmd, char *why, size_t whysz,
+                       double *rejected)
+{
+  double savings = price_of_set(a, idx, n);
+  double score = -1;
+  if (plan->decision == DIS_REPLACE)
+    savings -= plan->repl.price;
+  if (balanced_involved(a, idx, n)) {
+    score = carp__dis_balanced_score(a, idx, n, savings);
+    if (score < BALANCED_THRESHOLD) {
+      *rejected = score;
+      snprintf(why, whysz,
+               "Balanced: the move saves too little for the disruption it "
+               "causes (score %.2f < %.2f)",
+               score, BALANCED_THRESHOLD);
+      return 0;
+    }
+  }
+  memset(cmd, 0, sizeof(*cmd));
+  cmd->method = method;
+  cmd->reason = CARP_DISRUPT_UNDERUTILIZED;
+  cmd->cands = carp_calloc(n, sizeof(size_t));
+  memcpy(cmd->cands, idx, n * sizeof(size_t));
+  cmd->ncands = n;
+  cmd->plan = *plan;
+  memset(plan, 0, sizeof(*plan));
+  cmd->savings = savings;
+  cmd->score = score;
+  return 1;
+}
+
+/* ---- emptiness ---- */
+
+static int emptiness(const struct dis_analysis *a, struct dis_command *cmd)
+{
+  int64_t *taken = carp_calloc(a->npools + 1, sizeof(int64_t));
+  size_t *idx = carp_calloc(a->ncands + 1, sizeof(size_t));
+  size_t i, n = 0;
+  for (i = 0; i < a->ncands; i++) {
+    const struct dis_cand *cd = &a->cands[i];
+    if (!cd->empty ||
+        taken[cd->pool] >= a->pools[cd->pool].allowed[CARP_DISRUPT_EMPTY])
+      continue;
+    taken[cd->pool]++;
+    idx[n++] = i;
+  }
+  carp_free(taken);
+  if (!n) {
+    carp_free(idx);
+    return 0;
+  }
+  memset(cmd, 0, sizeof(*cmd));
+  cmd->method = DIS_EMPTY;
+  cmd->reason = CARP_DISRUPT_EMPTY;
+  cmd->cands = idx;
+  cmd->ncands = n;
+  cmd->plan.decision = DIS_DELETE;
+  cmd->savings = price_of_set(a, idx, n);
+  cmd->score = -1;
+  return 1;
+}
+
+/* ---- consolidation ---- */
+
+/* The non-empty candidates of consolidating pools, cheapest to disrupt
+ * first: as many per pool as its Underutilized budget allows (multi-node
+ * moves them together), or every one of a pool whose budget allows one
+ * (single-node moves one at a time). */
+static size_t consolidation_candidates(const struct dis_analysis *a,
+                                       int together, size_t *out)
+{
+  int64_t *taken = carp_calloc(a->npools + 1, sizeof(int64_t));
+  size_t i, n = 0;
+  for (i = 0; i < a->ncands; i++) {
+    const struct dis_cand *cd = &a->cands[i];
+    const struct dis_pool *p = &a->pools[cd->pool];
+    if (cd->empty ||
+        p->np->consolidation_policy == CARP_CONSOLIDATE_WHEN_EMPTY ||
+        taken[cd->pool] >= (together
+                                ? p->allowed[CARP_DISRUPT_UNDERUTILIZED]
+                                : !!p->allowed[CARP_DISRUPT_UNDERUTILIZED]))
+      continue;
+    if (together)
+      taken[cd->pool]++;
+    out[n++] = i;
+  }
+  carp_free(taken);
+  return n;
+}
+
+static int multi_node(struct dis_sim *sim, const struct dis_analysis *a,
+                      const size_t *cands, size_t n, struct dis_command *cmd)
+{
+  size_t lo = 2, hi = n, found = 0;
+  struct dis_command best;
+  char why[256];
+  memset(&best, 0, sizeof(best));
+  while (lo <= hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    struct dis_plan plan;
+    struct dis_command c;
+    double rejected = -1;
+    carp__dis_sim_run_multi(sim, cands, mid, &plan);
+    if (plan.decision != DIS_NONE &&
+        accept_move(a, cands, mid, DIS_MULTI, &plan, &c, why, sizeof(why),
+                    &rejected)) {
+      carp__dis_command_cleanup(&best);
+      best = c;
+      found = 1;
+      lo = mid + 1;
+    } else {
+      hi = mid - 1;
+    }
+    carp__dis_plan_cleanup(&plan);
+  }
+  if (found)
+    *cmd = best;
+  return found;
+}
+
+static int single_node(struct dis_sim *sim, const struct dis_analysis *a,
+                       const size_t *cands, size_t n, struct dis_command *cmd,
+                       struct dis_notes *notes)
+{
+  char why[256];
+  size_t i;
+  for (i = 0; i < n; i++) {
+    struct dis_plan plan;
+    struct dis_note *x;
+    double rejected = -1;
+    carp__dis_sim_run(sim, &cands[i], 1, 1, &plan);
+    if (plan.decision != DIS_NONE &&
+        accept_move(a, &cands[i], 1, DIS_SINGLE, &plan, cmd, why, sizeof(why),
+                    &rejected))
+      return 1;
+    x = note(notes, &a->cands[cands[i]],
+             plan.decision == DIS_NONE ? plan.why : why);
+    if (x && rejected >= 0) {
+      x->score = rejected;
+      x->pool = a->pools[a->cands[cands[i]].pool].np->meta.name;
+    }
+    carp__dis_plan_cleanup(&plan);
+  }
+  return 0;
+}
+
+int carp__dis_decide(const struct carp_cluster *c,
+                     struct carp_provider *provider,
+                     const struct dis_analysis *a, struct dis_command *cmd,
+                     struct dis_notes *notes)
+{
+  struct dis_sim *sim = NULL;
+  size_t *cands, n;
+  int found = 0, rc;
+  if (emptiness(a, cmd))
+    return 1;
+  if (a->pending)
+    return 0;
+  cands = carp_calloc(a->ncands + 1, sizeof(size_t));
+  n = consolidation_candidates(a, 0, cands);
+  if (!n) {
+    carp_free(cands);
+    return 0;
+  }
+  rc = carp__dis_sim_new(c, provider, a, &sim);
+  if (rc) {
+    CARP_LOG_WARN("disruption", "cannot build the consolidation simulation",
+                  CARP_F_ERR(rc));
+    carp_free(cands);
+    return 0;
+  }
+  {
+    size_t *together = carp_calloc(a->ncands + 1, sizeof(size_t));
+    size_t nt = consolidation_candidates(a, 1, together);
+    if (nt >= 2)
+      found = multi_node(sim, a, together, nt, cmd);
+    carp_free(together);
+  }
+  if (!found)
+    found = single_node(sim, a, cands, n, cmd, notes);
+  carp__dis_sim_free(sim);
+  carp_free(cands);
+  return found;
+}

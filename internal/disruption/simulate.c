@@ -1,0 +1,449 @@
+/* simulate.c: the consolidation question, answered by the scheduler the
+ * provisioner uses. The round's base problem is built once from the
+ * caches, with the pods of every candidate among the pods to place. Each
+ * question (a set of candidates) then only switches those candidates'
+ * nodes to "deleting", keeps their pods and leaves the others out, and
+ * drops the bound pods of the removed nodes from topology counting: an
+ * O(nodes + pods moved) preparation, then one solve.
+ *
+ * A set can go when all its pods find room on the rest of the cluster
+ * (delete), or when they need exactly one new NodeClaim and some of that
+ * claim's instance types cost strictly less than the set does now
+ * (replace, with only those types allowed). NodePool limits still count
+ * the candidates, which are removed only after the replacement is up: a
+ * pool at its limit can delete but not replace. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../provisioning/claim.h"
+#include "../provisioning/problem.h"
+#include "carpenter/alloc.h"
+#include "carpenter/api.h"
+#include "carpenter/buf.h"
+#include "carpenter/error.h"
+#include "carpenter/map.h"
+#include "carpenter/scheduling.h"
+#include "disruption_int.h"
+
+/* Bound pods by "key=value" label. */
+struct posting {
+  uint32_t *v;
+  size_t n, cap;
+};
+
+struct dis_sim {
+  struct carp_prov_problem pr;
+  struct carp_map by_label; /* "key=value" -> struct posting */
+  uint32_t *anti;           /* bound pods with an anti-affinity */
+  size_t nanti;
+  uint32_t *mark; /* per bound pod: the run that selected it */
+  uint32_t run;
+  uint32_t *picked; /* the bound pods this run selected */
+  size_t npicked;
+  const struct carp_cluster *c;
+  const struct dis_analysis *a;
+  size_t *node_idx;  /* candidate -> index in pr.p.nodes, or SIZE_MAX */
+  size_t *pod_start; /* candidate -> its first pod in pr.p.pods */
+  size_t *pod_count;
+  uint8_t *removed; /* per problem node, during a run */
+  struct carp_sched_pod *pods_buf;
+  struct carp_sched_bound_pod *bound_buf;
+};
+
+#define NO_NODE ((size_t)-1)
+
+static int moves(const struct carp_pod *p)
+{
+  return !carp_pod_is_terminal(p) && carp_pod_is_reschedulable(p) &&
+         !carp_pod_is_mirror(p);
+}
+
+/* ---- the bound pods' label index ---- */
+
+static void post(struct dis_sim *s, const char *key, const char *value,
+                 uint32_t i)
+{
+  char buf[512];
+  struct posting *p;
+  int n = snprintf(buf, sizeof(buf), "%s=%s", key, value ? value : "");
+  if (n < 0 || (size_t)n >= sizeof(buf))
+    return; /* too long to be a label: the fallback covers it */
+  p = carp_map_gets(&s->by_label, buf);
+  if (!p) {
+    p = carp_calloc(1, sizeof(*p) + (size_t)n + 1);
+    memcpy(p + 1, buf, (size_t)n + 1);
+    carp_map_puts(&s->by_label, (const char *)(p + 1), p);
+  }
+  if (p->n == p->cap) {
+    p->cap = p->cap ? p->cap * 2 : 8;
+    p->v = carp_reallocarray(p->v, p->cap, sizeof(*p->v));
+  }
+  p->v[p->n++] = i;
+}
+
+static void index_bound(struct dis_sim *s)
+{
+  size_t i, j;
+  carp_map_init(&s->by_label);
+  s->anti = carp_calloc(s->pr.p.nbound_pods + 1, sizeof(uint32_t));
+  s->mark = carp_calloc(s->pr.p.nbound_pods + 1, sizeof(uint32_t));
+  s->picked = carp_calloc(s->pr.p.nbound_pods + 1, sizeof(uint32_t));
+  for (i = 0; i < s->pr.p.nbound_pods; i++) {
+    const struct carp_sched_bound_pod *bp = &s->pr.p.bound_pods[i];
+    for (j = 0; j < bp->nlabels; j++)
+      post(s, bp->labels[j].key, bp->labels[j].value, (uint32_t)i);
+    if (bp->nanti_affinity)
+      s->anti[s->nanti++] = (uint32_t)i;
+  }
+}
+
+static void unindex_bound(struct dis_sim *s)
+{
+  struct carp_map_iter it;
+  void *v;
+  carp_map_iter_init(&it);
+  while (carp_map_next(&s->by_label, &it, NULL, NULL, &v)) {
+    carp_free(((struct posting *)v)->v);
+    carp_free(v);
+  }
+  carp_map_free(&s->by_label);
+  carp_free(s->anti);
+  carp_free(s->mark);
+  carp_free(s->picked);
+}
+
+static void pick(struct dis_sim *s, uint32_t i)
+{
+  if (s->mark[i] == s->run)
+    return;
+  s->mark[i] = s->run;
+  s->picked[s->npicked++] = i;
+}
+
+static int by_index(const void *a, const void *b)
+{
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Marks the bound pods sel may select (a superset: the scheduler checks).
+ * Returns 0 when the selector cannot be narrowed by the index (then every
+ * bound pod counts). */
+static int mark_selected(struct dis_sim *s,
+                         const struct carp_sched_selector *sel)
+{
+  const struct posting *best = NULL;
+  char buf[512];
+  size_t i;
+  if (!sel)
+    return 1; /* selects nothing */
+  for (i = 0; i < sel->nmatch_labels; i++) {
+    const struct posting *p;
+    snprintf(buf, sizeof(buf), "%s=%s", sel->match_labels[i].key,
+             sel->match_labels[i].value ? sel->match_labels[i].value : "");
+    p = carp_map_gets(&s->by_label, buf);
+    if (!p)
+      return 1; /* no bound pod has that label */
+    if (!best || p->n < best->n)
+      best = p;
+  }
+  if (!best) {
+    /* Only expressions: an In narrows to the union of its values. */
+    for (i = 0; i < sel->nmatch_expressions; i++) {
+      const struct carp_sched_requirement *e = &sel->match_expressions[i];
+      size_t k, j;
+      if (e->op != CARP_SCHED_OP_IN || !e->key)
+        continue;
+      for (k = 0; k < e->nvalues; k++) {
+        const struct posting *p;
+        snprintf(buf, sizeof(buf), "%s=%s", e->key,
+                 e->values[k] ? e->values[k] : "");
+        p = carp_map_gets(&s->by_label, buf);
+        for (j = 0; p && j < p->n; j++)
+          pick(s, p->v[j]);
+      }
+      return 1;
+    }
+    return 0;
+  }
+  for (i = 0; i < best->n; i++)
+    pick(s, best->v[i]);
+  return 1;
+}
+
+static int mark_terms(struct dis_sim *s, const struct carp_sched_pod_term *t,
+                      size_t n)
+{
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (!mark_selected(s, t[i].selector))
+      return 0;
+  return 1;
+}
+
+/* The bound pods this run passes to the scheduler, into bound_buf. */
+static size_t relevant_bound(struct dis_sim *s, size_t npods)
+{
+  const struct carp_sched_bound_pod *all = s->pr.p.bound_pods;
+  size_t i, n = 0;
+  int narrowed = 1;
+  if (!s->pr.p.nbound_pods)
+    return 0;
+  if (++s->run == 0) {
+    memset(s->mark, 0, s->pr.p.nbound_pods * sizeof(*s->mark));
+    s->run = 1;
+  }
+  s->npicked = 0;
+  for (i = 0; i < npods && narrowed; i++) {
+    const struct carp_sched_pod *p = &s->pods_buf[i];
+    size_t k;
+    for (k = 0; k < p->nspreads && narrowed; k++)
+      narrowed = mark_selected(s, p->spreads[k].selector);
+    narrowed =
+        narrowed && mark_terms(s, p->affinity, p->naffinity) &&
+        mark_terms(s, p->preferred_affinity, p->npreferred_affinity) &&
+        mark_terms(s, p->anti_affinity, p->nanti_affinity) &&
+        mark_terms(s, p->preferred_anti_affinity, p->npreferred_anti_affinity);
+  }
+  if (!narrowed) {
+    for (i = 0; i < s->pr.p.nbound_pods; i++)
+      if (!s->removed[all[i].node])
+        s->bound_buf[n++] = all[i];
+    return n;
+  }
+  for (i = 0; i < s->nanti; i++)
+    pick(s, s->anti[i]);
+  /* In their original order: the solve's result must not depend on how
+   * the index found them. */
+  qsort(s->picked, s->npicked, sizeof(*s->picked), by_index);
+  for (i = 0; i < s->npicked; i++)
+    if (!s->removed[all[s->picked[i]].node])
+      s->bound_buf[n++] = all[s->picked[i]];
+  return n;
+}
+
+int carp__dis_sim_new(const struct carp_cluster *c,
+                      struct carp_provider *provider,
+                      const struct dis_analysis *a, struct dis_sim **out)
+{
+  struct dis_sim *s = CARP_NEW(struct dis_sim);
+  const struct carp_pod **pending;
+  struct carp_prov_input in;
+  size_t total = 0, i, j, k, n;
+  int rc;
+
+  s->c = c;
+  s->a = a;
+  for (i = 0; i < a->ncands; i++) {
+    carp_cluster_pods_on_node(c, a->cands[i].node->meta.name, &n);
+    total += n;
+  }
+  pending = carp_calloc(total + 1, sizeof(*pending));
+  s->pod_start = carp_calloc(a->ncands + 1, sizeof(size_t));
+  s->pod_count = carp_calloc(a->ncands + 1, sizeof(size_t));
+  s->node_idx = carp_calloc(a->ncands + 1, sizeof(size_t));
+  for (i = 0, k = 0; i < a->ncands; i++) {
+    struct carp_objmeta *const *pods =
+        carp_cluster_pods_on_node(c, a->cands[i].node->meta.name, &n);
+    s->pod_start[i] = k;
+    for (j = 0; j < n; j++)
+      if (moves((const struct carp_pod *)pods[j]))
+        pending[k++] = (const struct carp_pod *)pods[j];
+    s->pod_count[i] = k - s->pod_start[i];
+  }
+  memset(&in, 0, sizeof(in));
+  in.pending = pending;
+  in.npending = k;
+  in.ignore_nominations = 1;
+  rc = carp_prov_problem_build(&s->pr, c, provider, &in);
+  carp_free(pending);
+  if (rc || s->pr.p.npods != k) {
+    /* Every pod given is placed in order: anything else is a bug. */
+    carp__dis_sim_free(s);
+    return rc ? rc : CARP_EINVAL;
+  }
+  for (i = 0; i < a->ncands; i++) {
+    s->node_idx[i] = NO_NODE;
+    for (j = 0; j < s->pr.p.nnodes; j++)
+      if (!s->pr.node_is_claim[j] &&
+          !strcmp(s->pr.node_names[j], a->cands[i].node->meta.name)) {
+        s->node_idx[i] = j;
+        break;
+      }
+  }
+  s->removed = carp_calloc(s->pr.p.nnodes + 1, 1);
+  s->pods_buf = carp_calloc(k + 1, sizeof(*s->pods_buf));
+  s->bound_buf = carp_calloc(s->pr.p.nbound_pods + 1, sizeof(*s->bound_buf));
+  index_bound(s);
+  *out = s;
+  return 0;
+}
+
+void carp__dis_sim_free(struct dis_sim *s)
+{
+  if (!s)
+    return;
+  if (s->mark)
+    unindex_bound(s);
+  carp_prov_problem_free(&s->pr);
+  carp_free(s->node_idx);
+  carp_free(s->pod_start);
+  carp_free(s->pod_count);
+  carp_free(s->removed);
+  carp_free(s->pods_buf);
+  carp_free(s->bound_buf);
+  carp_free(s);
+}
+
+void carp__dis_plan_cleanup(struct dis_plan *p)
+{
+  carp_free(p->repl.nodepool);
+  carp_free(p->repl.body);
+  carp_free(p->repl.types);
+  carp_resources_cleanup(&p->repl.capacity);
+  carp_free(p->moves);
+  memset(p, 0, sizeof(*p));
+}
+
+static void record_moves(struct dis_sim *s, const struct carp_sched_problem *p,
+                         const struct carp_sched_result *res,
+                         struct dis_plan *out)
+{
+  size_t i;
+  out->moves = carp_calloc(p->npods + 1, sizeof(*out->moves));
+  out->nmoves = p->npods;
+  for (i = 0; i < p->npods; i++) {
+    out->moves[i].pod_uid = p->pods[i].uid;
+    out->moves[i].node = res->assignments[i].target == CARP_SCHED_ON_NODE
+                             ? s->pr.node_names[res->assignments[i].index]
+                             : NULL;
+  }
+}
+
+/* No: why, and the detail it names (may be NULL). */
+static void none(struct dis_plan *out, const char *why, const char *detail)
+{
+  out->decision = DIS_NONE;
+  snprintf(out->why, sizeof(out->why), "%s%s", why, detail ? detail : "");
+}
+
+/* The price of the cheapest candidate of idx whose instance type is one
+ * of cl's options, or max when none is. */
+static double same_type_cap(struct dis_sim *s,
+                            const struct carp_sched_claim *cl,
+                            const size_t *idx, size_t n, double max)
+{
+  size_t i, j;
+  for (i = 0; i < n; i++) {
+    const struct dis_cand *cd = &s->a->cands[idx[i]];
+    const char *type =
+        carp_kvset_get(cd->nc->meta.labels, CARP_LABEL_INSTANCE_TYPE);
+    for (j = 0; type && j < cl->ninstance_types; j++)
+      if (!strcmp(s->pr.p.instance_types[cl->instance_types[j]].name, type) &&
+          cd->price >= 0 && cd->price < max)
+        max = cd->price;
+  }
+  return max;
+}
+
+/* Turns the solve's one new claim into a replacement, if it is cheaper. */
+static void replacement(struct dis_sim *s, const struct carp_sched_claim *cl,
+                        double price_now, struct dis_plan *out)
+{
+  struct carp_buf body, types;
+  int rc;
+  memset(&out->repl, 0, sizeof(out->repl));
+  carp_buf_init(&body, CARP_BUF_UNLIMITED);
+  carp_buf_init(&types, 64 * 1024);
+  rc = carp_prov_claim_encode(&s->pr, s->c, cl, price_now, &body,
+                              &out->repl.capacity, &types, &out->repl.price);
+  if (rc) {
+    carp_buf_free(&body);
+    carp_buf_free(&types);
+    carp_resources_cleanup(&out->repl.capacity);
+    if (rc == CARP_ENOENT)
+      none(out, "can't replace with a lower-priced node", NULL);
+    else
+      none(out, "can't encode the replacement NodeClaim", NULL);
+    return;
+  }
+  out->decision = DIS_REPLACE;
+  out->repl.nodepool = carp_strdup(s->pr.pools[cl->nodepool]->meta.name);
+  out->repl.body = carp_buf_steal(&body, NULL);
+  out->repl.types = carp_buf_steal(&types, NULL);
+}
+
+static void run(struct dis_sim *s, const size_t *idx, size_t n,
+                int allow_replace, int multi, struct dis_plan *out)
+{
+  struct carp_sched_problem p = s->pr.p;
+  struct carp_sched_result *res = NULL;
+  struct carp_sched_node *nodes = (struct carp_sched_node *)s->pr.p.nodes;
+  double price_now = 0;
+  size_t i, npods = 0, nbound;
+  int unknown_price = 0;
+
+  memset(out, 0, sizeof(*out));
+  for (i = 0; i < n; i++) {
+    const struct dis_cand *cd = &s->a->cands[idx[i]];
+    if (s->node_idx[idx[i]] == NO_NODE) {
+      none(out, "not in the simulation: node ", cd->node->meta.name);
+      return;
+    }
+    s->removed[s->node_idx[idx[i]]] = 1;
+    nodes[s->node_idx[idx[i]]].deleting = 1;
+    memcpy(&s->pods_buf[npods], &s->pr.p.pods[s->pod_start[idx[i]]],
+           s->pod_count[idx[i]] * sizeof(*s->pods_buf));
+    npods += s->pod_count[idx[i]];
+    if (cd->price < 0)
+      unknown_price = 1;
+    price_now += cd->price;
+  }
+  nbound = relevant_bound(s, npods);
+  p.pods = s->pods_buf;
+  p.npods = npods;
+  p.bound_pods = s->bound_buf;
+  p.nbound_pods = nbound;
+  p.no_new_claims = !allow_replace || unknown_price;
+  p.max_new_claims = 1;
+
+  if (carp_sched_solve(&p, &res)) {
+    none(out, "the simulation failed", NULL);
+  } else if (res->nunschedulable) {
+    none(out, "its pods cannot move: ", res->unschedulable[0].message);
+  } else if (res->nclaims == 0) {
+    out->decision = DIS_DELETE;
+  } else if (res->nclaims > 1) {
+    none(out, "can't remove without creating more than one node", NULL);
+  } else {
+    double cap = price_now;
+    if (multi)
+      cap = same_type_cap(s, &res->claims[0], idx, n, cap);
+    replacement(s, &res->claims[0], cap, out);
+  }
+  if (out->decision == DIS_NONE && unknown_price && allow_replace && res &&
+      res->nunschedulable)
+    snprintf(out->why, sizeof(out->why), "%s",
+             "its price is unknown (instance type, zone or capacity type "
+             "label missing)");
+  if (out->decision != DIS_NONE)
+    record_moves(s, &p, res, out);
+  carp_sched_result_free(res);
+  for (i = 0; i < n; i++) {
+    s->removed[s->node_idx[idx[i]]] = 0;
+    nodes[s->node_idx[idx[i]]].deleting = 0;
+  }
+}
+
+void carp__dis_sim_run(struct dis_sim *s, const size_t *idx, size_t n,
+                       int allow_replace, struct dis_plan *out)
+{
+  run(s, idx, n, allow_replace, 0, out);
+}
+
+void carp__dis_sim_run_multi(struct dis_sim *s, const size_t *idx, size_t n,
+                             struct dis_plan *out)
+{
+  run(s, idx, n, 1, 1, out);
+}

@@ -1,0 +1,486 @@
+/* test_disruption.c: the disruption, expiration and nodeclaim.disruption
+ * controllers, reconcile by reconcile on the fake clock, against the
+ * in-memory API server and the fake provider (test/kit). Every timing
+ * rule is checked on both sides of its edge: consolidateAfter, the
+ * validation delay, budget windows, expireAfter, the replacement's
+ * timeout. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "carpenter/disruption.h"
+#include "carpenter/json.h"
+#include "kit.h"
+
+#define SEC     1000ULL
+#define POLL    (10 * SEC)
+#define VALIDTN (15 * SEC)
+#define TIMEOUT (10 * 60 * SEC)
+
+#define DS_OWNER                                                               \
+  "ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: ds, uid: "   \
+  "u-ds, controller: true}]"
+#define RS_OWNER                                                               \
+  "labels: {app: web}, ownerReferences: [{apiVersion: apps/v1, kind: "         \
+  "ReplicaSet, name: web, uid: u-rs, controller: true}]"
+
+static void setup(struct kit *k, const char *pool_spec)
+{
+  struct carp_disruption_options o = {.poll_interval_ms = POLL,
+                                      .validation_delay_ms = VALIDTN,
+                                      .command_timeout_ms = TIMEOUT};
+  struct carp_controller *c;
+  kit_init(k, NULL);
+  assert_int_equal(carp_disruption_new(&k->env, &o, &c), 0);
+  kit_add(k, c);
+  assert_int_equal(carp_expiration_new(&k->env, &c), 0);
+  kit_add(k, c);
+  assert_int_equal(carp_disruption_conditions_new(&k->env, &c), 0);
+  kit_add(k, c);
+  kit_nodeclass(k, "default");
+  kit_nodepool(k, "default", pool_spec);
+}
+
+static int deleting(struct kit *k, const char *claim)
+{
+  return kit_str(k, "NodeClaim", claim, "metadata", "deletionTimestamp",
+                 NULL) != NULL;
+}
+
+/* ---- emptiness ---- */
+
+static void test_empty_node_after_consolidate_after(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "
+            "30s}");
+  kit_node(&k, "empty", "default", "c1.2VCPU-4GB");
+  kit_node(&k, "busy", "default", "c1.2VCPU-4GB");
+  kit_pod(&k, "default", "ds-1", "empty", 100, DS_OWNER);
+  kit_pod(&k, "default", "web-1", "busy", 500, RS_OWNER);
+  kit_start(&k);
+  /* Quiet for 30 s at t=30, decided there; validated 15 s later. */
+  kit_advance(&k, 44 * SEC);
+  assert_false(deleting(&k, "empty"));
+  assert_false(kit_node_tainted(&k, "empty", "karpenter.sh/disrupted"));
+  kit_advance(&k, 2 * SEC);
+  assert_true(deleting(&k, "empty"));
+  assert_true(kit_node_tainted(&k, "empty", "karpenter.sh/disrupted"));
+  assert_false(deleting(&k, "busy"));
+  assert_string_equal(
+      kit_condition(&k, "NodeClaim", "empty", "DisruptionReason", NULL),
+      "True");
+  assert_int_equal(kit_events(&k, "DisruptionTerminating"), 2);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_voluntary_disruption_decisions_total",
+                 CARP_VALUES("decision=\"delete\"", "reason=\"empty\"",
+                             "consolidation_type=\"empty\"")),
+      1);
+  assert_int_equal(kit_metric(&k, "karpenter_nodeclaims_disrupted_total",
+                              CARP_VALUES("reason=\"empty\"",
+                                          "termination_mode=\"graceful\"")),
+                   1);
+  /* WhenEmpty: the busy node stays, however long. */
+  kit_advance(&k, 10 * 60 * SEC);
+  assert_false(deleting(&k, "busy"));
+  kit_close(&k);
+}
+
+static void test_pod_event_restarts_the_wait(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "
+            "30s}");
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  kit_start(&k);
+  kit_advance(&k, 25 * SEC);
+  /* A pod comes and goes at t=25: quiet again only from then. */
+  kit_pod(&k, "default", "short", "n1", 100, RS_OWNER);
+  kit_delete(&k, "Pod", "default/short");
+  kit_advance(&k, 25 * SEC); /* t=50: only 25 s quiet */
+  assert_null(kit_condition(&k, "NodeClaim", "n1", "Consolidatable", NULL));
+  assert_false(deleting(&k, "n1"));
+  kit_advance(&k, 30 * SEC); /* t=80: quiet since 55 */
+  assert_string_equal(
+      kit_condition(&k, "NodeClaim", "n1", "Consolidatable", NULL), "True");
+  assert_non_null(
+      kit_str(&k, "NodeClaim", "n1", "status", "lastPodEventTime", NULL));
+  kit_advance(&k, 20 * SEC);
+  assert_true(deleting(&k, "n1"));
+  kit_close(&k);
+}
+
+static void test_budget_zero_blocks(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "
+            "10s, budgets: [{nodes: '0'}]}");
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  kit_start(&k);
+  kit_advance(&k, 5 * 60 * SEC);
+  assert_false(deleting(&k, "n1"));
+  assert_true(kit_events(&k, "DisruptionBlocked") >= 1);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_nodepools_allowed_disruptions",
+                 CARP_VALUES("nodepool=\"default\"", "reason=\"Empty\"")),
+      0);
+  kit_close(&k);
+}
+
+static void test_budget_window_opens_and_closes(void **state)
+{
+  struct kit k;
+  (void)state;
+  /* No disruption from 00:00 for an hour every day (the fake clock starts
+   * at midnight). */
+  setup(&k, "disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "
+            "10s, budgets: [{nodes: '0', schedule: '@daily', duration: 1h},"
+            " {nodes: '100%'}]}");
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  kit_start(&k);
+  kit_advance(&k, 59 * 60 * SEC);
+  assert_false(deleting(&k, "n1"));
+  kit_advance(&k, 60 * SEC + POLL + VALIDTN + POLL);
+  assert_true(deleting(&k, "n1"));
+  kit_close(&k);
+}
+
+static void test_validation_drops_a_changed_candidate(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "
+            "30s}");
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  kit_start(&k);
+  kit_advance(&k, 31 * SEC); /* decided at t=30 */
+  /* A pod arrives during the validation delay: no longer empty. */
+  kit_pod(&k, "default", "late", "n1", 100, RS_OWNER);
+  kit_advance(&k, 20 * SEC);
+  assert_false(deleting(&k, "n1"));
+  assert_int_equal(
+      kit_metric(&k, "karpenter_voluntary_disruption_failed_validations_total",
+                 CARP_VALUES("consolidation_type=\"empty\"")),
+      1);
+  kit_close(&k);
+}
+
+/* ---- consolidation ---- */
+
+static void test_multi_node_delete(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
+            " consolidateAfter: 30s, budgets: [{nodes: '100%'}]}");
+  kit_node(&k, "a", "default", "c1.4VCPU-8GB");
+  kit_node(&k, "b", "default", "c1.4VCPU-8GB");
+  kit_node(&k, "c", "default", "c1.4VCPU-8GB");
+  kit_pod(&k, "default", "p-a", "a", 1000, RS_OWNER);
+  kit_pod(&k, "default", "p-b", "b", 1000, RS_OWNER);
+  kit_pod(&k, "default", "p-c", "c", 1000, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 30 * SEC + VALIDTN + POLL);
+  /* Two can go: their pods fit on the third. */
+  assert_int_equal(deleting(&k, "a") + deleting(&k, "b") + deleting(&k, "c"),
+                   2);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_voluntary_disruption_decisions_total",
+                 CARP_VALUES("decision=\"delete\"", "reason=\"underutilized\"",
+                             "consolidation_type=\"multi\"")),
+      1);
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 0);
+  kit_close(&k);
+}
+
+/* Acts as the lifecycle controller for a NodeClaim: launched on its
+ * cheapest option, registered, initialized, with its Node. */
+static void come_up(struct kit *k, const char *claim)
+{
+  yajl_val v = kit_get(k, "NodeClaim", claim);
+  yajl_val reqs = carp_json_arr(v, "spec", "requirements", NULL);
+  const char *type = NULL;
+  size_t i;
+  char name[128];
+  for (i = 0; reqs && i < carp_json_len(reqs); i++) {
+    yajl_val r = carp_json_at(reqs, i);
+    const char *key = carp_json_str(r, "key", NULL);
+    if (key && !strcmp(key, "node.kubernetes.io/instance-type"))
+      type = carp_json_str(carp_json_at(carp_json_arr(r, "values", NULL), 0),
+                           NULL);
+  }
+  assert_non_null(type);
+  snprintf(name, sizeof(name), "%s", type);
+  carp_json_free(v);
+  kit_node_up(k, claim, "default", name);
+}
+
+static const char *new_claim(struct kit *k, const char *not1, const char *not2)
+{
+  const struct carp_kubemem_write *w;
+  size_t n = carp_kubemem_writes(k->api, &w), i;
+  static char name[128];
+  (void)not1;
+  (void)not2;
+  for (i = 0; i < n; i++) {
+    const char *at;
+    if (strcmp(w[i].method, "POST") || !strstr(w[i].path, "/nodeclaims") ||
+        w[i].status != 201)
+      continue;
+    at = strstr(w[i].body, "\"name\":\"");
+    assert_non_null(at);
+    snprintf(name, sizeof(name), "%.*s", (int)(strchr(at + 8, '"') - (at + 8)),
+             at + 8);
+    return name;
+  }
+  return NULL;
+}
+
+static void test_single_node_replace_after_initialized(void **state)
+{
+  struct kit k;
+  const char *repl;
+  char body[512];
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
+            " consolidateAfter: 30s}");
+  kit_node(&k, "big", "default", "m1.4VCPU-32GB");
+  kit_pod(&k, "default", "small", "big", 500, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 30 * SEC + VALIDTN + 1 * SEC);
+  repl = new_claim(&k, "big", NULL);
+  assert_non_null(repl);
+  snprintf(body, sizeof(body), "%s", repl);
+  /* Launched first: the candidate is untouched until it is up. */
+  assert_false(deleting(&k, "big"));
+  assert_false(kit_node_tainted(&k, "big", "karpenter.sh/disrupted"));
+  assert_true(kit_events(&k, "DisruptionLaunching") >= 1);
+  {
+    /* Only types cheaper than the big one's 0.248 are allowed. */
+    const struct carp_kubemem_write *w;
+    size_t n = carp_kubemem_writes(k.api, &w), i;
+    for (i = 0; i < n; i++)
+      if (!strcmp(w[i].method, "POST") && strstr(w[i].path, "/nodeclaims")) {
+        assert_null(strstr(w[i].body, "m1.4VCPU-32GB"));
+        assert_non_null(strstr(w[i].body, "c1.1VCPU-2GB"));
+      }
+  }
+  kit_advance(&k, 3 * POLL);
+  assert_false(deleting(&k, "big"));
+  assert_true(kit_events(&k, "DisruptionWaitingReadiness") >= 1);
+  come_up(&k, body);
+  kit_advance(&k, POLL + 1 * SEC);
+  assert_true(deleting(&k, "big"));
+  assert_true(kit_node_tainted(&k, "big", "karpenter.sh/disrupted"));
+  assert_int_equal(kit_metric(&k,
+                              "karpenter_voluntary_disruption_decisions_total",
+                              CARP_VALUES("decision=\"replace\"",
+                                          "consolidation_type=\"single\"")),
+                   1);
+  kit_close(&k);
+}
+
+static void test_replacement_never_initializes_rolls_back(void **state)
+{
+  struct kit k;
+  const char *repl;
+  char name[128];
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
+            " consolidateAfter: 30s}");
+  kit_node(&k, "big", "default", "m1.4VCPU-32GB");
+  kit_pod(&k, "default", "small", "big", 500, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 30 * SEC + VALIDTN + 1 * SEC);
+  repl = new_claim(&k, "big", NULL);
+  assert_non_null(repl);
+  snprintf(name, sizeof(name), "%s", repl);
+  kit_advance(&k, TIMEOUT - 2 * POLL);
+  assert_false(deleting(&k, name));
+  kit_advance(&k, 3 * POLL);
+  /* Rolled back: the replacement goes, the candidate was never touched. */
+  assert_true(!kit_exists(&k, "NodeClaim", name) || deleting(&k, name));
+  assert_false(deleting(&k, "big"));
+  assert_false(kit_node_tainted(&k, "big", "karpenter.sh/disrupted"));
+  assert_true(
+      kit_metric(&k, "karpenter_voluntary_disruption_failed_validations_total",
+                 CARP_VALUES("consolidation_type=\"single\"")) >= 1);
+  kit_close(&k);
+}
+
+static void test_pdb_blocks_with_event(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
+            " consolidateAfter: 30s}");
+  kit_node(&k, "big", "default", "m1.4VCPU-32GB");
+  kit_pod(&k, "default", "small", "big", 500, RS_OWNER);
+  kit_apply(&k, "{apiVersion: policy/v1, kind: PodDisruptionBudget,"
+                " metadata: {name: web, namespace: default},"
+                " spec: {selector: {matchLabels: {app: web}}, minAvailable: 1},"
+                " status: {disruptionsAllowed: 0}}");
+  kit_start(&k);
+  kit_advance(&k, 5 * 60 * SEC);
+  assert_false(deleting(&k, "big"));
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 0);
+  assert_true(kit_events(&k, "Unconsolidatable") >= 1);
+  {
+    const struct carp_kubemem_write *w;
+    size_t n = carp_kubemem_writes(k.api, &w), i, found = 0;
+    for (i = 0; i < n; i++)
+      if (strstr(w[i].body, "pdb default/web prevents pod evictions"))
+        found++;
+    assert_true(found >= 1);
+  }
+  kit_close(&k);
+}
+
+static void test_do_not_disrupt_pod_blocks(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
+            " consolidateAfter: 30s}");
+  kit_node(&k, "big", "default", "m1.4VCPU-32GB");
+  kit_pod(&k, "default", "small", "big", 500,
+          RS_OWNER ", annotations: {karpenter.sh/do-not-disrupt: 'true'}");
+  kit_start(&k);
+  kit_advance(&k, 5 * 60 * SEC);
+  assert_false(deleting(&k, "big"));
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 0);
+  kit_close(&k);
+}
+
+static void test_no_cheaper_replacement_no_move(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
+            " consolidateAfter: 30s}");
+  /* Already the cheapest type that holds the pod. */
+  kit_node(&k, "small", "default", "c1.1VCPU-2GB");
+  kit_pod(&k, "default", "p", "small", 500, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 5 * 60 * SEC);
+  assert_false(deleting(&k, "small"));
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 0);
+  assert_true(kit_events(&k, "Unconsolidatable") >= 1);
+  kit_close(&k);
+}
+
+static void test_pending_pods_hold_consolidation(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
+            " consolidateAfter: 30s}");
+  kit_node(&k, "big", "default", "m1.4VCPU-32GB");
+  kit_pod(&k, "default", "small", "big", 500, RS_OWNER);
+  kit_pod(&k, "default", "waiting", NULL, 500, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 5 * 60 * SEC);
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 0);
+  kit_delete(&k, "Pod", "default/waiting");
+  kit_advance(&k, POLL + VALIDTN + POLL);
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 1);
+  kit_close(&k);
+}
+
+static void test_balanced_rejects_a_poor_move(void **state)
+{
+  struct kit k;
+  int i;
+  (void)state;
+  /* The only move replaces the busy node (10 pods) by a cheaper one: it
+   * saves a third of the pool's price for 11/13 of its disruption. */
+  setup(&k, "disruption: {consolidationPolicy: Balanced, consolidateAfter: "
+            "30s}");
+  kit_node(&k, "busy", "default", "m1.4VCPU-32GB");
+  kit_node(&k, "tiny", "default", "c1.1VCPU-2GB");
+  for (i = 0; i < 10; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "p%d", i);
+    kit_pod(&k, "default", name, "busy", 330, RS_OWNER);
+  }
+  kit_pod(&k, "default", "t", "tiny", 900, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 5 * 60 * SEC);
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 0);
+  assert_false(deleting(&k, "busy"));
+  assert_true(kit_metric(&k, "karpenter_consolidation_moves_total",
+                         CARP_VALUES("decision=\"rejected\"",
+                                     "policy=\"Balanced\"")) >= 1);
+  kit_close(&k);
+}
+
+static void test_balanced_accepts_a_good_move(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: Balanced, consolidateAfter: "
+            "30s}");
+  kit_node(&k, "big", "default", "m1.4VCPU-32GB");
+  kit_pod(&k, "default", "small", "big", 500, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 30 * SEC + VALIDTN + 1 * SEC);
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 1);
+  assert_true(kit_metric(&k, "karpenter_consolidation_moves_total",
+                         CARP_VALUES("decision=\"approved\"",
+                                     "policy=\"Balanced\"")) >= 1);
+  kit_close(&k);
+}
+
+/* ---- expiration ---- */
+
+static void test_expiration_exact(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "
+            "Never}");
+  kit_node(&k, "old", "default", "c1.2VCPU-4GB");
+  kit_patch(&k, "NodeClaim", "old", "{spec: {expireAfter: 1h}}");
+  kit_pod(&k, "default", "p", "old", 500, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 60 * 60 * SEC - 1000);
+  assert_false(deleting(&k, "old"));
+  kit_advance(&k, 2000);
+  assert_true(deleting(&k, "old"));
+  assert_int_equal(kit_events(&k, "Expired"), 1);
+  assert_int_equal(kit_metric(&k, "karpenter_nodeclaims_disrupted_total",
+                              CARP_VALUES("reason=\"expired\"",
+                                          "termination_mode=\"forceful\"")),
+                   1);
+  kit_close(&k);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_empty_node_after_consolidate_after),
+      cmocka_unit_test(test_pod_event_restarts_the_wait),
+      cmocka_unit_test(test_budget_zero_blocks),
+      cmocka_unit_test(test_budget_window_opens_and_closes),
+      cmocka_unit_test(test_validation_drops_a_changed_candidate),
+      cmocka_unit_test(test_multi_node_delete),
+      cmocka_unit_test(test_single_node_replace_after_initialized),
+      cmocka_unit_test(test_replacement_never_initializes_rolls_back),
+      cmocka_unit_test(test_pdb_blocks_with_event),
+      cmocka_unit_test(test_do_not_disrupt_pod_blocks),
+      cmocka_unit_test(test_no_cheaper_replacement_no_move),
+      cmocka_unit_test(test_pending_pods_hold_consolidation),
+      cmocka_unit_test(test_balanced_rejects_a_poor_move),
+      cmocka_unit_test(test_balanced_accepts_a_good_move),
+      cmocka_unit_test(test_expiration_exact),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
