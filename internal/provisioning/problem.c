@@ -490,9 +490,13 @@ static void add_bound_requests(struct builder *b, size_t k, const char *node,
  * registered: before that its labels and taints are the kubelet's raw
  * ones (the NodePool's are not synced yet), and planning around them
  * would find it unusable and launch another claim for the same pods. */
-static int node_registered(const struct carp_node *n)
+static int node_registered(const struct carp_node *n,
+                           const struct carp_nodeclaim *nc)
 {
-  return carp_kvset_has(n->meta.labels, CARP_LABEL_REGISTERED);
+  /* Our registration patch sets the label; the claim's condition is
+   * written once it succeeded. */
+  return carp_kvset_has(n->meta.labels, CARP_LABEL_REGISTERED) ||
+         carp_conditions_is_true(&nc->status.conditions, CARP_COND_REGISTERED);
 }
 
 static void add_nodes(struct builder *b)
@@ -510,7 +514,7 @@ static void add_nodes(struct builder *b)
     struct carp_sched_node *o;
     size_t k;
     int going;
-    if (nc && !node_registered(n))
+    if (nc && !node_registered(n, nc))
       continue; /* add_claims: the claim stands for it */
     going = node_going(c, n, nc);
     k = add_node_slot(b, m->name, 0);
@@ -546,7 +550,7 @@ static void add_claims(struct builder *b)
     struct carp_resources alloc;
     size_t k;
     /* A claim with a registered Node is that Node (add_nodes). */
-    if ((node && node_registered(node)) || m->deletion_ms ||
+    if ((node && node_registered(node, nc)) || m->deletion_ms ||
         carp_cluster_is_marked(c, m->name))
       continue;
     k = add_node_slot(b, m->name, 1);
