@@ -62,7 +62,7 @@ struct app {
   struct carp_kube *kube;
   struct carp_cluster *cluster;
   struct carp_provider *provider;
-  struct carp_provisioner *provisioner;
+  struct carp_controller *provisioner; /* also in ctls */
   struct carp_lifecycle *lifecycle;
   struct carp_termination *termination;
   struct carp_clock *clock;
@@ -112,7 +112,6 @@ static void on_user_closed(void *arg)
   a->metricsctl = NULL;
   /* Its informer handlers are gone with the cluster state now. */
   carp_termination_free(a->termination);
-  carp_provisioner_free(a->provisioner);
   carp_lifecycle_free(a->lifecycle);
   while (a->nctls)
     carp_controller_free(a->ctls[--a->nctls]);
@@ -168,10 +167,6 @@ static void app_stop(struct app *a, int exit_code)
 
   /* Phase 1: controllers stop acting and finish what is in flight. */
   a->closing_controllers = 1;
-  if (a->provisioner) {
-    a->closing_controllers++;
-    carp_provisioner_close(a->provisioner, on_controller_closed, a);
-  }
   if (a->lifecycle) {
     a->closing_controllers++;
     carp_lifecycle_close(a->lifecycle, on_controller_closed, a);
@@ -273,8 +268,6 @@ static void on_started_leading(void *arg)
                                 .namespace = a->lease_namespace,
                                 .name = a->opts->leader_election_name,
                                 .uid = NULL};
-  if (a->provisioner)
-    carp_provisioner_set_active(a->provisioner, 1);
   if (a->lifecycle)
     carp_lifecycle_set_active(a->lifecycle, 1);
   set_status_active(a);
@@ -457,12 +450,11 @@ static int start_controllers(struct app *a)
   memset(&po, 0, sizeof(po));
   po.batch_idle_ms = (uint64_t)a->opts->batch_idle_ms;
   po.batch_max_ms = (uint64_t)a->opts->batch_max_ms;
-  po.recorder = a->recorder;
-  po.metrics = a->metrics;
-  rc = carp_provisioner_new(&a->loop, a->cluster, a->kube, a->provider, &po,
-                            &a->provisioner);
+  rc =
+      add_controller(a, carp_provisioner_new(&a->env, &po, &a->ctls[a->nctls]));
   if (rc)
     return rc;
+  a->provisioner = a->ctls[a->nctls - 1];
   memset(&lo, 0, sizeof(lo));
   lo.recorder = a->recorder;
   lo.metrics = a->metrics;
@@ -546,8 +538,6 @@ static int start_kube(struct app *a)
   if (!a->opts->leader_elect) {
     CARP_LOG_INFO("main", "leader election disabled: acting as the only "
                           "replica");
-    if (a->provisioner)
-      carp_provisioner_set_active(a->provisioner, 1);
     if (a->lifecycle)
       carp_lifecycle_set_active(a->lifecycle, 1);
     set_status_active(a);

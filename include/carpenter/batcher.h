@@ -12,11 +12,14 @@
 #include <uv.h>
 
 struct carp_batcher;
+struct carp_clock;
 
 typedef void (*carp_batcher_cb)(size_t triggers, void *arg);
 
-int carp_batcher_new(uv_loop_t *loop, uint64_t idle_ms, uint64_t max_ms,
-                     carp_batcher_cb cb, void *arg, struct carp_batcher **out);
+/* clock: the windows' (NULL: the system clock). */
+int carp_batcher_new(uv_loop_t *loop, struct carp_clock *clock,
+                     uint64_t idle_ms, uint64_t max_ms, carp_batcher_cb cb,
+                     void *arg, struct carp_batcher **out);
 /* A trigger, deduplicated by key within a window (e.g. a pod UID); key may
  * be NULL for an anonymous trigger. */
 void carp_batcher_trigger(struct carp_batcher *b, const char *key);

@@ -12,37 +12,20 @@
 
 #include <stdint.h>
 
-#include <uv.h>
-
-#include "carpenter/cluster.h"
-#include "carpenter/events.h"
-#include "carpenter/kube.h"
-#include "carpenter/provider.h"
-
-struct carp_provisioner;
-struct carp_metrics;
+#include "carpenter/controller.h"
 
 struct carp_provisioner_options {
   uint64_t batch_idle_ms; /* --batch-idle-duration */
   uint64_t batch_max_ms;  /* --batch-max-duration */
   int ignore_preferences;
-  struct carp_recorder *recorder; /* optional */
-  struct carp_metrics *metrics;   /* optional */
 };
 
-/* Adds its informer handlers: call before carp_cluster_start(). */
-int carp_provisioner_new(uv_loop_t *loop, struct carp_cluster *cluster,
-                         struct carp_kube *kube, struct carp_provider *provider,
+/* The controller "provisioner" (env->provider required; adds informer
+ * handlers: call before carp_cluster_start). */
+int carp_provisioner_new(const struct carp_controller_env *env,
                          const struct carp_provisioner_options *o,
-                         struct carp_provisioner **out);
-void carp_provisioner_set_active(struct carp_provisioner *p, int active);
+                         struct carp_controller **out);
 /* Starts a batch (as a pending pod would). */
-void carp_provisioner_trigger(struct carp_provisioner *p);
-/* Stops batching and waits for creates in flight, then calls cb. The
- * informer handlers stay registered: free only after the cluster state
- * (its informers) is closed. */
-void carp_provisioner_close(struct carp_provisioner *p, void (*cb)(void *arg),
-                            void *arg);
-void carp_provisioner_free(struct carp_provisioner *p);
+void carp_provisioner_trigger(struct carp_controller *provisioner);
 
 #endif

@@ -7,13 +7,15 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
+#include "carpenter/clock.h"
 #include "carpenter/error.h"
 #include "carpenter/map.h"
 
 struct carp_batcher {
-  uv_loop_t *loop;
-  uv_timer_t idle;
-  uv_timer_t max;
+  struct carp_clock *clock;
+  struct carp_clock *own_clock; /* made here when none was given */
+  struct carp_timer idle;
+  struct carp_timer max;
   uint64_t idle_ms;
   uint64_t max_ms;
   carp_batcher_cb cb;
@@ -41,39 +43,42 @@ static void clear_keys(struct carp_batcher *b)
 static void fire(struct carp_batcher *b)
 {
   size_t n = b->triggers;
-  uv_timer_stop(&b->idle);
-  uv_timer_stop(&b->max);
+  carp_timer_stop(&b->idle);
+  carp_timer_stop(&b->max);
   b->open = 0;
   b->triggers = 0;
   clear_keys(b);
   b->cb(n, b->arg);
 }
 
-static void on_idle(uv_timer_t *t)
+static void on_idle(struct carp_timer *t)
 {
   fire(carp_container_of(t, struct carp_batcher, idle));
 }
 
-static void on_max(uv_timer_t *t)
+static void on_max(struct carp_timer *t)
 {
   fire(carp_container_of(t, struct carp_batcher, max));
 }
 
-int carp_batcher_new(uv_loop_t *loop, uint64_t idle_ms, uint64_t max_ms,
-                     carp_batcher_cb cb, void *arg, struct carp_batcher **out)
+int carp_batcher_new(uv_loop_t *loop, struct carp_clock *clock,
+                     uint64_t idle_ms, uint64_t max_ms, carp_batcher_cb cb,
+                     void *arg, struct carp_batcher **out)
 {
   struct carp_batcher *b;
   if (!loop || !cb || !out || idle_ms > max_ms)
     return CARP_EINVAL;
   b = CARP_NEW(struct carp_batcher);
-  b->loop = loop;
+  b->clock = clock;
+  if (!b->clock)
+    b->clock = b->own_clock = carp_clock_real_new(loop);
   b->idle_ms = idle_ms;
   b->max_ms = max_ms;
   b->cb = cb;
   b->arg = arg;
   carp_map_init(&b->keys);
-  uv_timer_init(loop, &b->idle);
-  uv_timer_init(loop, &b->max);
+  carp_timer_init(b->clock, &b->idle);
+  carp_timer_init(b->clock, &b->max);
   b->handles = 2;
   *out = b;
   return 0;
@@ -93,9 +98,9 @@ void carp_batcher_trigger(struct carp_batcher *b, const char *key)
   b->triggers++;
   if (!b->open) {
     b->open = 1;
-    uv_timer_start(&b->max, on_max, b->max_ms, 0);
+    carp_timer_start(&b->max, on_max, b->max_ms, 0);
   }
-  uv_timer_start(&b->idle, on_idle, b->idle_ms, 0);
+  carp_timer_start(&b->idle, on_idle, b->idle_ms, 0);
 }
 
 int carp_batcher_open(const struct carp_batcher *b)
@@ -103,9 +108,9 @@ int carp_batcher_open(const struct carp_batcher *b)
   return b->open;
 }
 
-static void on_closed(uv_handle_t *h)
+static void on_closed(struct carp_timer *t)
 {
-  struct carp_batcher *b = h->data;
+  struct carp_batcher *b = t->data;
   void (*cb)(void *);
   void *arg;
   if (--b->handles > 0)
@@ -114,6 +119,7 @@ static void on_closed(uv_handle_t *h)
   arg = b->close_arg;
   clear_keys(b);
   carp_map_free(&b->keys);
+  carp_clock_free(b->own_clock);
   carp_free(b);
   if (cb)
     cb(arg);
@@ -128,6 +134,6 @@ void carp_batcher_close(struct carp_batcher *b, void (*cb)(void *arg),
   b->close_cb = cb;
   b->close_arg = arg;
   b->idle.data = b->max.data = b;
-  uv_close((uv_handle_t *)&b->idle, on_closed);
-  uv_close((uv_handle_t *)&b->max, on_closed);
+  carp_timer_close(&b->idle, on_closed);
+  carp_timer_close(&b->max, on_closed);
 }

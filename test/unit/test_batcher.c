@@ -42,8 +42,8 @@ static void setup(struct fx *f, uint64_t idle, uint64_t max)
 {
   memset(f, 0, sizeof(*f));
   uv_loop_init(&f->loop);
-  assert_int_equal(carp_batcher_new(&f->loop, idle, max, on_batch, f, &f->b),
-                   0);
+  assert_int_equal(
+      carp_batcher_new(&f->loop, NULL, idle, max, on_batch, f, &f->b), 0);
   f->start = uv_now(&f->loop);
 }
 
@@ -114,7 +114,7 @@ static void test_bad_args(void **state)
   uv_loop_t loop;
   struct carp_batcher *b;
   uv_loop_init(&loop);
-  assert_true(carp_batcher_new(&loop, 100, 10, on_batch, NULL, &b) < 0);
+  assert_true(carp_batcher_new(&loop, NULL, 100, 10, on_batch, NULL, &b) < 0);
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 

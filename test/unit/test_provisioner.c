@@ -1,0 +1,149 @@
+/* test_provisioner.c: the provisioning controller reconcile by reconcile
+ * on the fake clock (test/kit): the batch window (1 s idle, 10 s at most),
+ * one NodeClaim for pods that fit together, nothing for pods that fit on a
+ * node already there, no second NodeClaim for pods already provisioned
+ * for, an event for a pod no pool can take, a failed create tried again. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "carpenter/provisioner.h"
+#include "kit.h"
+
+#define SEC 1000ULL
+
+static void setup(struct kit *k, const char *pool_spec)
+{
+  struct carp_provisioner_options o = {.batch_idle_ms = 1 * SEC,
+                                       .batch_max_ms = 10 * SEC};
+  struct carp_controller *c;
+  kit_init(k, NULL);
+  assert_int_equal(carp_provisioner_new(&k->env, &o, &c), 0);
+  kit_add(k, c);
+  kit_nodeclass(k, "default");
+  kit_nodepool(k, "default", pool_spec);
+}
+
+static size_t creates(struct kit *k)
+{
+  return kit_writes(k, "POST", "/nodeclaims");
+}
+
+static void test_window_then_one_claim(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "");
+  kit_start(&k);
+  kit_pod(&k, "default", "a", NULL, 500, "");
+  kit_advance(&k, 600);
+  kit_pod(&k, "default", "b", NULL, 500, "");
+  /* The window closes 1 s after the last trigger, not before. */
+  kit_advance(&k, 900);
+  assert_int_equal(creates(&k), 0);
+  kit_advance(&k, 200);
+  assert_int_equal(creates(&k), 1);
+  assert_int_equal(kit_count(&k, "NodeClaim"), 1);
+  assert_true(kit_events(&k, "Nominated") >= 2);
+  /* Both pods nominated to it: later batches launch nothing more. */
+  kit_advance(&k, 60 * SEC);
+  assert_int_equal(creates(&k), 1);
+  kit_close(&k);
+}
+
+static void test_window_closes_at_max(void **state)
+{
+  struct kit k;
+  int i;
+  (void)state;
+  setup(&k, "");
+  kit_start(&k);
+  /* A trigger every 900 ms keeps the idle timer from firing. */
+  for (i = 0; i < 10; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "p%d", i);
+    kit_pod(&k, "default", name, NULL, 100, "");
+    kit_advance(&k, 900);
+  }
+  assert_int_equal(creates(&k), 0);
+  kit_advance(&k, 1100);
+  assert_int_equal(creates(&k), 1);
+  kit_close(&k);
+}
+
+static void test_fits_on_existing_node(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "");
+  kit_node(&k, "n1", "default", "c1.4VCPU-8GB");
+  kit_start(&k);
+  kit_pod(&k, "default", "a", NULL, 500, "");
+  kit_advance(&k, 5 * SEC);
+  assert_int_equal(creates(&k), 0);
+  assert_true(kit_events(&k, "Nominated") >= 1);
+  kit_close(&k);
+}
+
+static void test_unschedulable_pod_gets_an_event(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "limits: {cpu: '1'}");
+  kit_start(&k);
+  kit_pod(&k, "default", "huge", NULL, 64000, "");
+  kit_advance(&k, 5 * SEC);
+  assert_int_equal(creates(&k), 0);
+  assert_true(kit_events(&k, "FailedScheduling") >= 1);
+  kit_close(&k);
+}
+
+static void test_failed_create_is_retried(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "");
+  kit_start(&k);
+  carp_kubemem_fail(k.api, "POST", "/nodeclaims", 500, 1);
+  kit_pod(&k, "default", "a", NULL, 500, "");
+  kit_advance(&k, 1500);
+  assert_int_equal(kit_count(&k, "NodeClaim"), 0);
+  kit_advance(&k, 2 * SEC);
+  assert_int_equal(kit_count(&k, "NodeClaim"), 1);
+  kit_close(&k);
+}
+
+static void test_follower_launches_nothing(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "");
+  kit_start(&k);
+  kit_set_leader(&k, 0);
+  kit_pod(&k, "default", "a", NULL, 500, "");
+  kit_advance(&k, 60 * SEC);
+  assert_int_equal(kit_count(&k, "NodeClaim"), 0);
+  /* Leading again: a batch at once. */
+  kit_set_leader(&k, 1);
+  kit_advance(&k, 100);
+  assert_int_equal(kit_count(&k, "NodeClaim"), 1);
+  kit_close(&k);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_window_then_one_claim),
+      cmocka_unit_test(test_window_closes_at_max),
+      cmocka_unit_test(test_fits_on_existing_node),
+      cmocka_unit_test(test_unschedulable_pod_gets_an_event),
+      cmocka_unit_test(test_failed_create_is_retried),
+      cmocka_unit_test(test_follower_launches_nothing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
