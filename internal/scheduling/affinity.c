@@ -13,24 +13,24 @@
  * which the caller then commits. */
 #include <string.h>
 
-#include "sched_int.h"
+#include "schd_int.h"
 
-void sched_topology_prepare(struct sched_solver *s, struct sched_group *g)
+void schd_topology_prepare(struct schd_solver *s, struct schd_group *g)
 {
   for (uint32_t i = 0; i < g->nrules; i++) {
-    const struct sched_tg *t = &s->tgs[g->rules[i].tg];
+    const struct schd_tg *t = &s->tgs[g->rules[i].tg];
     if (t->hostname)
       continue;
-    sched_tg_allowed(s, g, t, g->rules[i].self, g->allow[i]);
+    schd_tg_allowed(s, g, t, g->rules[i].self, g->allow[i]);
   }
 }
 
-void sched_topology_mask(struct sched_solver *s, struct sched_group *g,
-                         uint64_t *mask, size_t nw)
+void schd_topology_mask(struct schd_solver *s, struct schd_group *g,
+                        uint64_t *mask, size_t nw)
 {
   for (uint32_t i = 0; i < g->nrules; i++) {
-    const struct sched_rule *ru = &g->rules[i];
-    const struct sched_tg *t = &s->tgs[ru->tg];
+    const struct schd_rule *ru = &g->rules[i];
+    const struct schd_tg *t = &s->tgs[ru->tg];
     size_t w;
     if (t->hostname) {
       switch (ru->type) {
@@ -54,7 +54,7 @@ void sched_topology_mask(struct sched_solver *s, struct sched_group *g,
       continue;
     }
     {
-      struct sched_dkey *dk = &s->dkeys[t->dkey];
+      struct schd_dkey *dk = &s->dkeys[t->dkey];
       uint64_t *acc = s->bscr2;
       if (ru->type == TG_SPREAD || ru->type == TG_AFFINITY) {
         memcpy(acc, dk->unres, nw * sizeof(uint64_t));
@@ -86,15 +86,15 @@ static uint8_t reason_of(uint8_t type)
   }
 }
 
-int sched_topology_check(struct sched_solver *s, struct sched_group *g,
-                         uint32_t bi, uint32_t *rset, uint8_t *reason,
-                         uint32_t *key, int *monotone)
+int schd_topology_check(struct schd_solver *s, struct schd_group *g,
+                        uint32_t bi, uint32_t *rset, uint8_t *reason,
+                        uint32_t *key, int *monotone)
 {
-  struct sched_bin *b = &s->bins[bi];
+  struct schd_bin *b = &s->bins[bi];
   uint32_t rs = *rset;
   for (uint32_t i = 0; i < g->nrules; i++) {
-    const struct sched_rule *ru = &g->rules[i];
-    const struct sched_tg *t = &s->tgs[ru->tg];
+    const struct schd_rule *ru = &g->rules[i];
+    const struct schd_tg *t = &s->tgs[ru->tg];
     *reason = reason_of(ru->type);
     *key = t->key;
     if (t->hostname) {
@@ -122,8 +122,8 @@ int sched_topology_check(struct sched_solver *s, struct sched_group *g,
       continue;
     }
     {
-      struct sched_dkey *dk = &s->dkeys[t->dkey];
-      const uint64_t *poss = sched_bin_possible(s, b, (uint32_t)t->dkey, rs);
+      struct schd_dkey *dk = &s->dkeys[t->dkey];
+      const uint64_t *poss = schd_bin_possible(s, b, (uint32_t)t->dkey, rs);
       uint64_t *x = s->dtmp;
       int any = 0, same = 1;
       size_t w, d;
@@ -162,9 +162,9 @@ int sched_topology_check(struct sched_solver *s, struct sched_group *g,
        * could only land there anyway (memoised: a no-op when present). */
       (void)same;
       {
-        uint32_t bad, nr = sched_domain_rset(s, (uint32_t)t->dkey, x);
-        rs = sched_rset_add(&s->rc, rs, nr, b->kind == BIN_CLAIM, &bad);
-        if (rs == SCHED_NONE) {
+        uint32_t bad, nr = schd_domain_rset(s, (uint32_t)t->dkey, x);
+        rs = schd_rset_add(&s->rc, rs, nr, b->kind == BIN_CLAIM, &bad);
+        if (rs == SCHD_NONE) {
           *monotone = 0;
           return 0;
         }

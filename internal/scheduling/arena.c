@@ -8,24 +8,24 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
-#include "sched_int.h"
+#include "schd_int.h"
 
 #define CHUNK_SIZE (64 * 1024)
 
-struct sched_chunk {
-  struct sched_chunk *next;
+struct schd_chunk {
+  struct schd_chunk *next;
   size_t size;
   _Alignas(16) char data[];
 };
 
-void sched_arena_init(struct sched_arena *a)
+void schd_arena_init(struct schd_arena *a)
 {
   memset(a, 0, sizeof(*a));
 }
 
-void sched_arena_free(struct sched_arena *a)
+void schd_arena_free(struct schd_arena *a)
 {
-  struct sched_chunk *c = a->head, *n;
+  struct schd_chunk *c = a->head, *n;
   while (c) {
     n = c->next;
     carp_free(c);
@@ -34,7 +34,7 @@ void sched_arena_free(struct sched_arena *a)
   memset(a, 0, sizeof(*a));
 }
 
-void *sched_alloc(struct sched_arena *a, size_t n)
+void *schd_alloc(struct schd_arena *a, size_t n)
 {
   void *p;
   n = (n + 15) & ~(size_t)15;
@@ -42,7 +42,7 @@ void *sched_alloc(struct sched_arena *a, size_t n)
     n = 16;
   if (n > a->left) {
     size_t size = n > CHUNK_SIZE / 4 ? n : CHUNK_SIZE;
-    struct sched_chunk *c = carp_malloc(sizeof(*c) + size);
+    struct schd_chunk *c = carp_malloc(sizeof(*c) + size);
     c->size = size;
     a->bytes += sizeof(*c) + size;
     if (size == n && a->head) {
@@ -62,25 +62,25 @@ void *sched_alloc(struct sched_arena *a, size_t n)
   return p;
 }
 
-void *sched_zalloc(struct sched_arena *a, size_t n)
+void *schd_zalloc(struct schd_arena *a, size_t n)
 {
-  void *p = sched_alloc(a, n);
+  void *p = schd_alloc(a, n);
   memset(p, 0, n);
   return p;
 }
 
-void *sched_memdup(struct sched_arena *a, const void *p, size_t n)
+void *schd_memdup(struct schd_arena *a, const void *p, size_t n)
 {
-  void *q = sched_alloc(a, n);
+  void *q = schd_alloc(a, n);
   if (n)
     memcpy(q, p, n);
   return q;
 }
 
-char *sched_strdup(struct sched_arena *a, const char *s)
+char *schd_strdup(struct schd_arena *a, const char *s)
 {
   size_t n = s ? strlen(s) : 0;
-  char *q = sched_alloc(a, n + 1);
+  char *q = schd_alloc(a, n + 1);
   if (n)
     memcpy(q, s, n);
   q[n] = '\0';
@@ -91,19 +91,19 @@ char *sched_strdup(struct sched_arena *a, const char *s)
 
 #define EMPTY UINT64_MAX
 
-void sched_map_init(struct sched_map *m)
+void schd_map_init(struct schd_map *m)
 {
   memset(m, 0, sizeof(*m));
 }
 
-void sched_map_free(struct sched_map *m)
+void schd_map_free(struct schd_map *m)
 {
   carp_free(m->keys);
   carp_free(m->vals);
   memset(m, 0, sizeof(*m));
 }
 
-size_t sched_map_bytes(const struct sched_map *m)
+size_t schd_map_bytes(const struct schd_map *m)
 {
   return m->cap * 2 * sizeof(uint64_t);
 }
@@ -115,7 +115,7 @@ static inline size_t slot_of(uint64_t key, size_t cap)
   return (size_t)(h & (cap - 1));
 }
 
-int sched_map_get(const struct sched_map *m, uint64_t key, uint64_t *val)
+int schd_map_get(const struct schd_map *m, uint64_t key, uint64_t *val)
 {
   size_t i;
   if (key == EMPTY)
@@ -135,7 +135,7 @@ int sched_map_get(const struct sched_map *m, uint64_t key, uint64_t *val)
   }
 }
 
-static void map_grow(struct sched_map *m)
+static void map_grow(struct schd_map *m)
 {
   size_t ncap = m->cap ? m->cap * 2 : 16, i;
   uint64_t *ok = m->keys, *ov = m->vals;
@@ -157,7 +157,7 @@ static void map_grow(struct sched_map *m)
   carp_free(ov);
 }
 
-void sched_map_put(struct sched_map *m, uint64_t key, uint64_t val)
+void schd_map_put(struct schd_map *m, uint64_t key, uint64_t val)
 {
   size_t i;
   if (key == EMPTY)
@@ -180,14 +180,14 @@ void sched_map_put(struct sched_map *m, uint64_t key, uint64_t val)
   }
 }
 
-uint64_t sched_mix(uint64_t h, uint64_t v)
+uint64_t schd_mix(uint64_t h, uint64_t v)
 {
   __uint128_t r =
       (__uint128_t)(h ^ 0xa0761d6478bd642full) * (v ^ 0xe7037ed1a0b428dbull);
   return (uint64_t)r ^ (uint64_t)(r >> 64);
 }
 
-uint64_t sched_hash_str(uint64_t h, const char *s)
+uint64_t schd_hash_str(uint64_t h, const char *s)
 {
   uint64_t v;
   size_t n;
@@ -196,16 +196,16 @@ uint64_t sched_hash_str(uint64_t h, const char *s)
   n = strlen(s);
   while (n >= 8) {
     memcpy(&v, s, 8);
-    h = sched_mix(h, v);
+    h = schd_mix(h, v);
     s += 8;
     n -= 8;
   }
   v = 0;
   memcpy(&v, s, n);
-  return sched_mix(h, v ^ ((uint64_t)n << 56) ^ 0x5bd1e995u);
+  return schd_mix(h, v ^ ((uint64_t)n << 56) ^ 0x5bd1e995u);
 }
 
-uint64_t sched_hash_bytes(uint64_t h, const void *p, size_t n)
+uint64_t schd_hash_bytes(uint64_t h, const void *p, size_t n)
 {
   const unsigned char *c = p;
   uint64_t a, b;
@@ -213,7 +213,7 @@ uint64_t sched_hash_bytes(uint64_t h, const void *p, size_t n)
   while (n >= 16) {
     memcpy(&a, c, 8);
     memcpy(&b, c + 8, 8);
-    h = sched_mix(a ^ h, b ^ 0x8ebc6af09c88c6e3ull);
+    h = schd_mix(a ^ h, b ^ 0x8ebc6af09c88c6e3ull);
     c += 16;
     n -= 16;
   }
@@ -224,5 +224,5 @@ uint64_t sched_hash_bytes(uint64_t h, const void *p, size_t n)
   } else if (n) {
     memcpy(&a, c, n);
   }
-  return sched_mix(a ^ h, b ^ ((uint64_t)n << 56) ^ 0x589965cc75374cc3ull);
+  return schd_mix(a ^ h, b ^ ((uint64_t)n << 56) ^ 0x589965cc75374cc3ull);
 }

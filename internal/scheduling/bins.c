@@ -11,16 +11,16 @@
 
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
-#include "sched_int.h"
+#include "schd_int.h"
 
-void sched_breg(struct sched_solver *s, uint64_t **bs)
+void schd_breg(struct schd_solver *s, uint64_t **bs)
 {
   *bs = carp_calloc(s->bwords ? s->bwords : 1, sizeof(uint64_t));
-  SCHED_GROW(s->breg, s->nbreg, s->capbreg);
+  SCHD_GROW(s->breg, s->nbreg, s->capbreg);
   s->breg[s->nbreg++] = bs;
 }
 
-static void grow_bitsets(struct sched_solver *s)
+static void grow_bitsets(struct schd_solver *s)
 {
   size_t nw = s->bwords ? s->bwords * 2 : 4;
   for (uint32_t i = 0; i < s->nbreg; i++) {
@@ -29,7 +29,7 @@ static void grow_bitsets(struct sched_solver *s)
     memset(*p + s->bwords, 0, (nw - s->bwords) * sizeof(uint64_t));
   }
   for (uint32_t i = 0; i < s->ntgs; i++) {
-    struct sched_tg *t = &s->tgs[i];
+    struct schd_tg *t = &s->tgs[i];
     if (t->hostname && t->cnt) {
       t->cnt = carp_reallocarray(t->cnt, nw * 64, sizeof(int32_t));
       memset(t->cnt + s->bwords * 64, 0,
@@ -39,31 +39,31 @@ static void grow_bitsets(struct sched_solver *s)
   s->bwords = nw;
 }
 
-uint32_t sched_bin_new(struct sched_solver *s, uint8_t kind)
+uint32_t schd_bin_new(struct schd_solver *s, uint8_t kind)
 {
-  struct sched_bin *b;
+  struct schd_bin *b;
   uint32_t bi;
   if (s->nbins >= s->bwords * 64)
     grow_bitsets(s);
-  SCHED_GROW(s->bins, s->nbins, s->capbins);
+  SCHD_GROW(s->bins, s->nbins, s->capbins);
   bi = s->nbins++;
   b = &s->bins[bi];
   memset(b, 0, sizeof(*b));
   b->kind = kind;
   b->pool = -1;
-  b->node = SCHED_NONE;
-  b->used = sched_zalloc(&s->arena, s->R * sizeof(int64_t));
+  b->node = SCHD_NONE;
+  b->used = schd_zalloc(&s->arena, s->R * sizeof(int64_t));
   if (s->topo_ready) {
-    b->dom = sched_alloc(&s->arena, (s->ndkeys + 1) * sizeof(int32_t));
+    b->dom = schd_alloc(&s->arena, (s->ndkeys + 1) * sizeof(int32_t));
     for (uint32_t k = 0; k < s->ndkeys; k++)
       b->dom[k] = -3;
   }
   return bi;
 }
 
-void sched_bin_discard(struct sched_solver *s, uint32_t bi)
+void schd_bin_discard(struct schd_solver *s, uint32_t bi)
 {
-  struct sched_bin *b = &s->bins[bi];
+  struct schd_bin *b = &s->bins[bi];
   for (uint32_t i = 0; i < s->nbreg; i++)
     bs_clr(*s->breg[i], bi);
   for (uint32_t i = 0; i < s->ntgs; i++)
@@ -74,7 +74,7 @@ void sched_bin_discard(struct sched_solver *s, uint32_t bi)
   s->nbins--;
 }
 
-int sched_bin_full(const struct sched_solver *s, const struct sched_bin *b)
+int schd_bin_full(const struct schd_solver *s, const struct schd_bin *b)
 {
   const uint32_t R = s->R;
   for (uint32_t r = 0; r < R; r++) {
@@ -84,7 +84,7 @@ int sched_bin_full(const struct sched_solver *s, const struct sched_bin *b)
     if (b->kind != BIN_CLAIM) {
       avail = b->alloc[r] - b->used[r];
     } else {
-      const struct sched_pool *pool = &s->pools[b->pool];
+      const struct schd_pool *pool = &s->pools[b->pool];
       const uint32_t *order = pool->order[r];
       /* the largest option in this dimension */
       for (uint32_t i = pool->ntypes; i > 0; i--)
@@ -99,7 +99,7 @@ int sched_bin_full(const struct sched_solver *s, const struct sched_bin *b)
   return 0;
 }
 
-void sched_bins_free(struct sched_solver *s)
+void schd_bins_free(struct schd_solver *s)
 {
   for (uint32_t i = 0; i < s->nbins; i++)
     carp_free(s->bins[i].ports);
@@ -137,25 +137,25 @@ static int node_rank(const struct carp_sched_node *n)
   return 2;
 }
 
-int sched_bins_setup(struct sched_solver *s)
+int schd_bins_setup(struct schd_solver *s)
 {
   const struct carp_sched_problem *p = s->p;
   const uint32_t R = s->R;
-  s->node_bin = sched_alloc(&s->arena, (p->nnodes + 1) * sizeof(uint32_t));
-  sched_breg(s, &s->open);
-  sched_breg(s, &s->bscr);
-  sched_breg(s, &s->bscr2);
+  s->node_bin = schd_alloc(&s->arena, (p->nnodes + 1) * sizeof(uint32_t));
+  schd_breg(s, &s->open);
+  schd_breg(s, &s->bscr);
+  schd_breg(s, &s->bscr2);
   for (int rank = 0; rank < 3; rank++) {
     for (size_t i = 0; i < p->nnodes; i++) {
       const struct carp_sched_node *n = &p->nodes[i];
       const struct carp_sched_nodepool *np = NULL;
-      struct sched_bin *b;
+      struct schd_bin *b;
       uint32_t bi;
       if (node_rank(n) != rank)
         continue;
       if (!n->name)
         return CARP_EINVAL;
-      bi = sched_bin_new(s, n->in_flight ? BIN_INFLIGHT : BIN_NODE);
+      bi = schd_bin_new(s, n->in_flight ? BIN_INFLIGHT : BIN_NODE);
       b = &s->bins[bi];
       b->node = (uint32_t)i;
       s->node_bin[i] = bi;
@@ -167,39 +167,39 @@ int sched_bins_setup(struct sched_solver *s)
             break;
           }
       }
-      sched_rbuild_reset(&s->rb);
+      schd_rbuild_reset(&s->rb);
       for (size_t k = 0; k < n->nlabels; k++) {
         if (!n->labels[k].key)
           return CARP_EINVAL;
-        sched_rbuild_label(&s->rc, &s->rb,
-                           sched_intern(&s->rc.in, n->labels[k].key),
-                           sched_intern(&s->rc.in, n->labels[k].value));
+        schd_rbuild_label(&s->rc, &s->rb,
+                          schd_intern(&s->rc.in, n->labels[k].key),
+                          schd_intern(&s->rc.in, n->labels[k].value));
       }
       for (size_t k = 0; k < n->nrequirements; k++) {
-        int rc = sched_rbuild_public(&s->rc, &s->rb, &n->requirements[k]);
+        int rc = schd_rbuild_public(&s->rc, &s->rb, &n->requirements[k]);
         if (rc < 0)
           return rc;
       }
       if (!has_label(n, CARP_LABEL_HOSTNAME))
-        sched_rbuild_label(&s->rc, &s->rb, s->rc.k_hostname,
-                           sched_intern(&s->rc.in, n->name));
-      b->rset = sched_rbuild_intern(&s->rc, &s->rb);
+        schd_rbuild_label(&s->rc, &s->rb, s->rc.k_hostname,
+                          schd_intern(&s->rc.in, n->name));
+      b->rset = schd_rbuild_intern(&s->rc, &s->rb);
       /* The kubelet's and the node lifecycle controller's taints go away
        * by themselves on a node Carpenter launched, initialized or not
        * (a real cluster keeps not-ready for a monitor period after the
        * node is Ready): a pod headed there is not given another node. */
-      b->taintset = sched_taintset(
+      b->taintset = schd_taintset(
           s, n->taints, n->ntaints, np ? np->startup_taints : NULL,
           np && !n->initialized ? np->nstartup_taints : 0,
           !n->initialized || n->nodepool);
-      b->alloc = sched_zalloc(&s->arena, R * sizeof(int64_t));
-      sched_vec_add(s, b->alloc, n->allocatable, n->nallocatable, 1);
-      sched_vec_add(s, b->used, n->requested, n->nrequested, 1);
+      b->alloc = schd_zalloc(&s->arena, R * sizeof(int64_t));
+      schd_vec_add(s, b->alloc, n->allocatable, n->nallocatable, 1);
+      schd_vec_add(s, b->used, n->requested, n->nrequested, 1);
       if (n->nhost_ports) {
-        struct sched_port *pp;
+        struct schd_port *pp;
         uint32_t npp;
-        sched_ports_from_public(s, n->host_ports, n->nhost_ports, &pp, &npp);
-        sched_bin_add_ports(b, pp, npp);
+        schd_ports_from_public(s, n->host_ports, n->nhost_ports, &pp, &npp);
+        schd_bin_add_ports(b, pp, npp);
       }
       if (!n->deleting && !has_taint(n, CARP_TAINT_DISRUPTED))
         bs_set(s->open, bi);

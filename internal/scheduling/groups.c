@@ -21,7 +21,7 @@
 #include "carpenter/alloc.h"
 #include "carpenter/buf.h"
 #include "carpenter/error.h"
-#include "sched_int.h"
+#include "schd_int.h"
 
 /* ---- signatures ---- */
 
@@ -111,20 +111,20 @@ static void put_node_terms(struct sig *b, const struct carp_sched_node_term *t,
 /* Is key a label some selector looks at? Label keys repeat on every pod
  * of a cluster, mostly as the same pointers: a small cache by pointer
  * answers before the intern table does. */
-static int sel_key(struct sched_solver *s, const char *key)
+static int sel_key(struct schd_solver *s, const char *key)
 {
   uint64_t v;
   size_t slot = ((uintptr_t)key >> 4) & (CARP_ARRAY_LEN(s->selc_ptr) - 1);
   int yes;
   if (s->selc_ptr[slot] == key)
     return s->selc_val[slot];
-  yes = sched_map_get(&s->sel_memo, sched_intern(&s->rc.in, key), &v);
+  yes = schd_map_get(&s->sel_memo, schd_intern(&s->rc.in, key), &v);
   s->selc_ptr[slot] = key;
   s->selc_val[slot] = (uint8_t)yes;
   return yes;
 }
 
-static void signature(struct sched_solver *s, const struct carp_sched_pod *p,
+static void signature(struct schd_solver *s, const struct carp_sched_pod *p,
                       struct sig *b, size_t *labels_end)
 {
   b->len = 0;
@@ -178,17 +178,17 @@ static void signature(struct sched_solver *s, const struct carp_sched_pod *p,
 
 /* ---- selector keys ---- */
 
-static void note_key(struct sched_solver *s, const char *key)
+static void note_key(struct schd_solver *s, const char *key)
 {
   size_t slot = ((uintptr_t)key >> 4) & (CARP_ARRAY_LEN(s->selc_ptr) - 1);
   if (s->selc_ptr[slot] == key)
     return; /* noted already */
-  sched_map_put(&s->sel_memo, sched_intern(&s->rc.in, key), 1);
+  schd_map_put(&s->sel_memo, schd_intern(&s->rc.in, key), 1);
   s->selc_ptr[slot] = key;
   s->selc_val[slot] = 1;
 }
 
-static void note_sel(struct sched_solver *s,
+static void note_sel(struct schd_solver *s,
                      const struct carp_sched_selector *sel)
 {
   if (!sel)
@@ -199,7 +199,7 @@ static void note_sel(struct sched_solver *s,
     note_key(s, sel->match_expressions[i].key);
 }
 
-static void note_terms(struct sched_solver *s,
+static void note_terms(struct schd_solver *s,
                        const struct carp_sched_pod_term *t, size_t n)
 {
   for (size_t i = 0; i < n; i++)
@@ -242,11 +242,11 @@ static int term_rank_cmp(const void *a, const void *b, void *arg)
 
 /* ---- groups ---- */
 
-static void own_add(struct sched_solver *s, struct sched_group *g, uint32_t tg,
+static void own_add(struct schd_solver *s, struct schd_group *g, uint32_t tg,
                     uint8_t cls, int32_t weight, uint32_t order)
 {
   const struct carp_sched_pod *p = &s->p->pods[g->rep];
-  struct sched_owned *o;
+  struct schd_owned *o;
   o = &g->own[g->nown++]; /* sized in group_init */
   memset(o, 0, sizeof(*o));
   o->tg = tg;
@@ -254,16 +254,16 @@ static void own_add(struct sched_solver *s, struct sched_group *g, uint32_t tg,
   o->weight = weight;
   o->order = order;
   o->self =
-      (uint8_t)sched_tg_selects(s, &s->tgs[tg], g->ns, p->labels, p->nlabels);
+      (uint8_t)schd_tg_selects(s, &s->tgs[tg], g->ns, p->labels, p->nlabels);
 }
 
-static uint32_t *ranks_of(struct sched_solver *s,
+static uint32_t *ranks_of(struct schd_solver *s,
                           const struct carp_sched_pod_term *t, size_t n)
 {
   if (!n)
     return NULL;
-  uint32_t *idx = sched_alloc(&s->arena, (n + 1) * sizeof(uint32_t));
-  uint32_t *rank = sched_alloc(&s->arena, (n + 1) * sizeof(uint32_t));
+  uint32_t *idx = schd_alloc(&s->arena, (n + 1) * sizeof(uint32_t));
+  uint32_t *rank = schd_alloc(&s->arena, (n + 1) * sizeof(uint32_t));
   for (uint32_t i = 0; i < n; i++)
     idx[i] = i;
   qsort_r(idx, n, sizeof(uint32_t), term_rank_cmp, (void *)t);
@@ -273,22 +273,22 @@ static uint32_t *ranks_of(struct sched_solver *s,
 }
 
 /* Requirements of the pod's node selector plus required term `term`. */
-static int strict_of(struct sched_solver *s, const struct carp_sched_pod *p,
-                     uint32_t term, struct sched_rbuild *b)
+static int strict_of(struct schd_solver *s, const struct carp_sched_pod *p,
+                     uint32_t term, struct schd_rbuild *b)
 {
   int rc;
-  sched_rbuild_reset(b);
+  schd_rbuild_reset(b);
   for (size_t k = 0; k < p->nnode_selector; k++) {
     if (!p->node_selector[k].key)
       return CARP_EINVAL;
-    sched_rbuild_label(&s->rc, b,
-                       sched_intern(&s->rc.in, p->node_selector[k].key),
-                       sched_intern(&s->rc.in, p->node_selector[k].value));
+    schd_rbuild_label(&s->rc, b,
+                      schd_intern(&s->rc.in, p->node_selector[k].key),
+                      schd_intern(&s->rc.in, p->node_selector[k].value));
   }
   if (term < p->nrequired_terms) {
     const struct carp_sched_node_term *t = &p->required_terms[term];
     for (size_t k = 0; k < t->nexprs; k++) {
-      rc = sched_rbuild_public(&s->rc, b, &t->exprs[k]);
+      rc = schd_rbuild_public(&s->rc, b, &t->exprs[k]);
       if (rc < 0)
         return rc;
     }
@@ -296,32 +296,32 @@ static int strict_of(struct sched_solver *s, const struct carp_sched_pod *p,
   return 0;
 }
 
-static void group_init(struct sched_solver *s, struct sched_group *g)
+static void group_init(struct schd_solver *s, struct schd_group *g)
 {
   const struct carp_sched_pod *p = &s->p->pods[g->rep];
   const uint32_t R = s->R;
-  uint32_t *ranks, nsa = 0, filter = SCHED_NONE;
+  uint32_t *ranks, nsa = 0, filter = SCHD_NONE;
 
-  g->ns = sched_intern(&s->rc.in, p->namespace_);
-  g->req = sched_zalloc(&s->arena, R * sizeof(int64_t));
-  g->own = sched_alloc(&s->arena,
-                       (p->nspreads + p->naffinity + p->npreferred_affinity +
-                        p->nanti_affinity + p->npreferred_anti_affinity + 1) *
-                           sizeof(*g->own));
+  g->ns = schd_intern(&s->rc.in, p->namespace_);
+  g->req = schd_zalloc(&s->arena, R * sizeof(int64_t));
+  g->own = schd_alloc(&s->arena,
+                      (p->nspreads + p->naffinity + p->npreferred_affinity +
+                       p->nanti_affinity + p->npreferred_anti_affinity + 1) *
+                          sizeof(*g->own));
   g->inv_own =
-      sched_alloc(&s->arena, (p->nanti_affinity + 1) * sizeof(uint32_t));
+      schd_alloc(&s->arena, (p->nanti_affinity + 1) * sizeof(uint32_t));
   for (size_t i = 0; i < p->nrequests; i++) {
-    int d = sched_dim(s, p->requests[i].name);
-    if (d >= 0 && d != SCHED_DIM_PODS)
+    int d = schd_dim(s, p->requests[i].name);
+    if (d >= 0 && d != SCHD_DIM_PODS)
       g->req[d] += p->requests[i].milli;
   }
-  g->req[SCHED_DIM_PODS] = 1000;
+  g->req[SCHD_DIM_PODS] = 1000;
   if (p->nhost_ports)
-    sched_ports_from_public(s, p->host_ports, p->nhost_ports, &g->ports,
-                            &g->nports);
+    schd_ports_from_public(s, p->host_ports, p->nhost_ports, &g->ports,
+                           &g->nports);
   if (p->npreferred_terms) {
     g->pref_order =
-        sched_alloc(&s->arena, p->npreferred_terms * sizeof(uint32_t));
+        schd_alloc(&s->arena, p->npreferred_terms * sizeof(uint32_t));
     for (uint32_t i = 0; i < p->npreferred_terms; i++)
       g->pref_order[i] = i;
     qsort_r(g->pref_order, p->npreferred_terms, sizeof(uint32_t), req_rank_cmp,
@@ -332,17 +332,17 @@ static void group_init(struct sched_solver *s, struct sched_group *g)
    * and its required term when it has exactly one */
   if (p->nspreads &&
       strict_of(s, p, p->nrequired_terms == 1 ? 0 : UINT32_MAX, &s->rb) == 0) {
-    filter = sched_rbuild_intern(&s->rc, &s->rb);
+    filter = schd_rbuild_intern(&s->rc, &s->rb);
     if (filter == 0)
-      filter = SCHED_NONE;
+      filter = SCHD_NONE;
   }
   for (size_t i = 0; i < p->nspreads; i++) {
     const struct carp_sched_spread *sp = &p->spreads[i];
     uint32_t tg =
-        sched_tg_get(s, TG_SPREAD, sched_intern(&s->rc.in, sp->topology_key),
-                     sp->max_skew > 0 ? sp->max_skew : 1, sp->min_domains,
-                     sp->node_affinity_ignore ? SCHED_NONE : filter,
-                     sp->selector, g->ns, NULL);
+        schd_tg_get(s, TG_SPREAD, schd_intern(&s->rc.in, sp->topology_key),
+                    sp->max_skew > 0 ? sp->max_skew : 1, sp->min_domains,
+                    sp->node_affinity_ignore ? SCHD_NONE : filter, sp->selector,
+                    g->ns, NULL);
     if (sp->when_unsatisfiable == CARP_SCHED_SCHEDULE_ANYWAY)
       own_add(s, g, tg, OWN_SCHEDULE_ANYWAY, 0, nsa++);
     else
@@ -351,54 +351,52 @@ static void group_init(struct sched_solver *s, struct sched_group *g)
   for (size_t i = 0; i < p->naffinity; i++) {
     const struct carp_sched_pod_term *t = &p->affinity[i];
     own_add(s, g,
-            sched_tg_get(s, TG_AFFINITY,
-                         sched_intern(&s->rc.in, t->topology_key), 0, 0,
-                         SCHED_NONE, t->selector, g->ns, t),
+            schd_tg_get(s, TG_AFFINITY, schd_intern(&s->rc.in, t->topology_key),
+                        0, 0, SCHD_NONE, t->selector, g->ns, t),
             OWN_REQUIRED, 0, 0);
   }
   ranks = ranks_of(s, p->preferred_affinity, p->npreferred_affinity);
   for (size_t i = 0; i < p->npreferred_affinity; i++) {
     const struct carp_sched_pod_term *t = &p->preferred_affinity[i];
     own_add(s, g,
-            sched_tg_get(s, TG_AFFINITY,
-                         sched_intern(&s->rc.in, t->topology_key), 0, 0,
-                         SCHED_NONE, t->selector, g->ns, t),
+            schd_tg_get(s, TG_AFFINITY, schd_intern(&s->rc.in, t->topology_key),
+                        0, 0, SCHD_NONE, t->selector, g->ns, t),
             OWN_PREF_AFFINITY, t->weight, ranks[i]);
   }
   for (size_t i = 0; i < p->nanti_affinity; i++) {
     const struct carp_sched_pod_term *t = &p->anti_affinity[i];
-    uint32_t key = sched_intern(&s->rc.in, t->topology_key);
+    uint32_t key = schd_intern(&s->rc.in, t->topology_key);
     own_add(
         s, g,
-        sched_tg_get(s, TG_ANTI, key, 0, 0, SCHED_NONE, t->selector, g->ns, t),
+        schd_tg_get(s, TG_ANTI, key, 0, 0, SCHD_NONE, t->selector, g->ns, t),
         OWN_REQUIRED, 0, 0);
-    g->inv_own[g->ninv_own++] = sched_tg_get(s, TG_INVERSE, key, 0, 0,
-                                             SCHED_NONE, t->selector, g->ns, t);
+    g->inv_own[g->ninv_own++] =
+        schd_tg_get(s, TG_INVERSE, key, 0, 0, SCHD_NONE, t->selector, g->ns, t);
   }
   ranks = ranks_of(s, p->preferred_anti_affinity, p->npreferred_anti_affinity);
   for (size_t i = 0; i < p->npreferred_anti_affinity; i++) {
     const struct carp_sched_pod_term *t = &p->preferred_anti_affinity[i];
     own_add(s, g,
-            sched_tg_get(s, TG_ANTI, sched_intern(&s->rc.in, t->topology_key),
-                         0, 0, SCHED_NONE, t->selector, g->ns, t),
+            schd_tg_get(s, TG_ANTI, schd_intern(&s->rc.in, t->topology_key), 0,
+                        0, SCHD_NONE, t->selector, g->ns, t),
             OWN_PREF_ANTI, t->weight, ranks[i]);
   }
-  g->sort_cpu = g->req[SCHED_DIM_CPU];
-  g->sort_mem = g->req[SCHED_DIM_MEMORY];
+  g->sort_cpu = g->req[SCHD_DIM_CPU];
+  g->sort_mem = g->req[SCHD_DIM_MEMORY];
   g->sort_created = p->created;
   g->sort_uid = p->uid ? p->uid : "";
 }
 
-int sched_groups_setup(struct sched_solver *s)
+int schd_groups_setup(struct schd_solver *s)
 {
   const struct carp_sched_problem *p = s->p;
   struct sig sig = {NULL, 0, 0};
-  struct sched_map byhash;
+  struct schd_map byhash;
   uint32_t *counts;
   int rc = 0;
 
   /* label keys any selector looks at */
-  sched_map_init(&s->sel_memo);
+  schd_map_init(&s->sel_memo);
   for (size_t i = 0; i < p->npods; i++) {
     const struct carp_sched_pod *pod = &p->pods[i];
     for (size_t k = 0; k < pod->nspreads; k++)
@@ -413,37 +411,37 @@ int sched_groups_setup(struct sched_solver *s)
                p->bound_pods[i].nanti_affinity);
 
   /* group by signature */
-  sched_map_init(&byhash);
-  s->pod_group = sched_alloc(&s->arena, (p->npods + 1) * sizeof(uint32_t));
+  schd_map_init(&byhash);
+  s->pod_group = schd_alloc(&s->arena, (p->npods + 1) * sizeof(uint32_t));
   s->groups = NULL;
   s->ngroups = 0;
   {
     uint32_t capg = 0;
     for (size_t i = 0; i < p->npods; i++) {
       uint64_t h, v;
-      uint32_t gi = SCHED_NONE;
+      uint32_t gi = SCHD_NONE;
       if (!p->pods[i].namespace_) {
         rc = CARP_EINVAL;
         goto out;
       }
       size_t lend;
       signature(s, &p->pods[i], &sig, &lend);
-      h = sched_hash_bytes(0x67726f7570ull, sig.p, sig.len);
-      if (sched_map_get(&byhash, h, &v))
-        for (gi = (uint32_t)v; gi != SCHED_NONE; gi = s->groups[gi].next_same)
+      h = schd_hash_bytes(0x67726f7570ull, sig.p, sig.len);
+      if (schd_map_get(&byhash, h, &v))
+        for (gi = (uint32_t)v; gi != SCHD_NONE; gi = s->groups[gi].next_same)
           if (s->groups[gi].nsig == sig.len &&
               memcmp(s->groups[gi].sig, sig.p, sig.len) == 0)
             break;
-      if (gi == SCHED_NONE) {
-        SCHED_GROW(s->groups, s->ngroups, capg);
+      if (gi == SCHD_NONE) {
+        SCHD_GROW(s->groups, s->ngroups, capg);
         gi = s->ngroups++;
         memset(&s->groups[gi], 0, sizeof(s->groups[gi]));
-        s->groups[gi].sig = sched_memdup(&s->arena, sig.p, sig.len);
+        s->groups[gi].sig = schd_memdup(&s->arena, sig.p, sig.len);
         s->groups[gi].nsig = sig.len;
         s->groups[gi].sig_labels_end = (uint32_t)lend;
         s->groups[gi].next_same =
-            sched_map_get(&byhash, h, &v) ? (uint32_t)v : SCHED_NONE;
-        sched_map_put(&byhash, h, gi);
+            schd_map_get(&byhash, h, &v) ? (uint32_t)v : SCHD_NONE;
+        schd_map_put(&byhash, h, gi);
       }
       s->pod_group[i] = gi;
       s->groups[gi].npods++;
@@ -452,14 +450,14 @@ int sched_groups_setup(struct sched_solver *s)
   counts = carp_calloc(s->ngroups + 1, sizeof(uint32_t));
   for (uint32_t gi = 0; gi < s->ngroups; gi++)
     s->groups[gi].pods =
-        sched_alloc(&s->arena, (s->groups[gi].npods + 1) * sizeof(uint32_t));
+        schd_alloc(&s->arena, (s->groups[gi].npods + 1) * sizeof(uint32_t));
   for (uint32_t i = 0; i < p->npods; i++) {
-    struct sched_group *g = &s->groups[s->pod_group[i]];
+    struct schd_group *g = &s->groups[s->pod_group[i]];
     g->pods[counts[s->pod_group[i]]++] = i;
   }
   carp_free(counts);
   for (uint32_t gi = 0; gi < s->ngroups; gi++) {
-    struct sched_group *g = &s->groups[gi];
+    struct schd_group *g = &s->groups[gi];
     uint32_t k;
     for (k = 1; k < g->npods; k++)
       if (pod_cmp(&g->pods[k - 1], &g->pods[k], (void *)p->pods) > 0)
@@ -472,35 +470,35 @@ int sched_groups_setup(struct sched_solver *s)
   /* inverse groups of pods already running, so they exist before setup */
   for (size_t i = 0; i < p->nbound_pods; i++) {
     const struct carp_sched_bound_pod *bp = &p->bound_pods[i];
-    uint32_t ns = sched_intern(&s->rc.in, bp->namespace_);
+    uint32_t ns = schd_intern(&s->rc.in, bp->namespace_);
     for (size_t k = 0; k < bp->nanti_affinity; k++)
-      sched_tg_get(s, TG_INVERSE,
-                   sched_intern(&s->rc.in, bp->anti_affinity[k].topology_key),
-                   0, 0, SCHED_NONE, bp->anti_affinity[k].selector, ns,
-                   &bp->anti_affinity[k]);
+      schd_tg_get(s, TG_INVERSE,
+                  schd_intern(&s->rc.in, bp->anti_affinity[k].topology_key), 0,
+                  0, SCHD_NONE, bp->anti_affinity[k].selector, ns,
+                  &bp->anti_affinity[k]);
   }
   /* who selects whom, through the index of selectors by first label */
-  sched_tg_index_build(s);
+  schd_tg_index_build(s);
   {
     uint32_t *fwd = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
     uint32_t *inv = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
     for (uint32_t gi = 0; gi < s->ngroups; gi++) {
-      struct sched_group *g = &s->groups[gi];
+      struct schd_group *g = &s->groups[gi];
       const struct carp_sched_pod *pod = &p->pods[g->rep];
       uint32_t nf = 0, ni = 0;
-      size_t nc = sched_tg_candidates(s, pod->labels, pod->nlabels);
+      size_t nc = schd_tg_candidates(s, pod->labels, pod->nlabels);
       for (size_t c = 0; c < nc; c++) {
         uint32_t t = s->tgcand[c];
-        if (!sched_tg_selects(s, &s->tgs[t], g->ns, pod->labels, pod->nlabels))
+        if (!schd_tg_selects(s, &s->tgs[t], g->ns, pod->labels, pod->nlabels))
           continue;
         if (s->tgs[t].type == TG_INVERSE)
           inv[ni++] = t;
         else
           fwd[nf++] = t;
       }
-      g->sel_by = sched_memdup(&s->arena, fwd, (nf + 1) * sizeof(uint32_t));
+      g->sel_by = schd_memdup(&s->arena, fwd, (nf + 1) * sizeof(uint32_t));
       g->nsel_by = nf;
-      g->inv_by = sched_memdup(&s->arena, inv, (ni + 1) * sizeof(uint32_t));
+      g->inv_by = schd_memdup(&s->arena, inv, (ni + 1) * sizeof(uint32_t));
       g->ninv_by = ni;
       /* Free: nothing constrains where it goes. Spread and anti-affinity
        * selectors may count it (placing it last is a valid order: it only
@@ -512,22 +510,22 @@ int sched_groups_setup(struct sched_solver *s)
         if (s->tgs[g->sel_by[i]].type == TG_AFFINITY)
           g->inert = 0;
       /* room for every rule the group may ever have */
-      g->rules = sched_alloc(&s->arena,
-                             (g->nown + g->ninv_by + 1) * sizeof(*g->rules));
-      g->allow = sched_alloc(&s->arena,
-                             (g->nown + g->ninv_by + 1) * sizeof(*g->allow));
+      g->rules =
+          schd_alloc(&s->arena, (g->nown + g->ninv_by + 1) * sizeof(*g->rules));
+      g->allow =
+          schd_alloc(&s->arena, (g->nown + g->ninv_by + 1) * sizeof(*g->allow));
     }
     carp_free(fwd);
     carp_free(inv);
   }
 out:
   carp_free(sig.p);
-  sched_map_free(&byhash);
+  schd_map_free(&byhash);
   s->stats.groups = s->ngroups;
   return rc;
 }
 
-int sched_group_apply(struct sched_solver *s, struct sched_group *g)
+int schd_group_apply(struct schd_solver *s, struct schd_group *g)
 {
   const struct carp_sched_pod *p = &s->p->pods[g->rep];
   uint32_t nactive = 0;
@@ -538,22 +536,22 @@ int sched_group_apply(struct sched_solver *s, struct sched_group *g)
     g->bad = 1;
     return rc;
   }
-  g->strict = sched_rbuild_intern(&s->rc, &s->rb);
+  g->strict = schd_rbuild_intern(&s->rc, &s->rb);
   if (g->pref_dropped < p->npreferred_terms) {
     const struct carp_sched_node_term *t =
         &p->preferred_terms[g->pref_order[g->pref_dropped]];
     for (size_t k = 0; k < t->nexprs; k++) {
-      rc = sched_rbuild_public(&s->rc, &s->rb, &t->exprs[k]);
+      rc = schd_rbuild_public(&s->rc, &s->rb, &t->exprs[k]);
       if (rc < 0) {
         g->bad = 1;
         return rc;
       }
     }
   }
-  g->rset = sched_rbuild_intern(&s->rc, &s->rb);
+  g->rset = schd_rbuild_intern(&s->rc, &s->rb);
 
   for (uint32_t i = 0; i < g->nown; i++) {
-    struct sched_owned *o = &g->own[i];
+    struct schd_owned *o = &g->own[i];
     switch (o->cls) {
     case OWN_SCHEDULE_ANYWAY:
       o->active = o->order >= g->sa_dropped;
@@ -584,11 +582,11 @@ int sched_group_apply(struct sched_solver *s, struct sched_group *g)
     g->nrules++;
   }
   for (uint32_t i = 0; i < g->nrules; i++) {
-    const struct sched_tg *t = &s->tgs[g->rules[i].tg];
+    const struct schd_tg *t = &s->tgs[g->rules[i].tg];
     g->allow[i] = t->hostname
                       ? NULL
-                      : sched_zalloc(&s->arena, (s->dkeys[t->dkey].dwords + 1) *
-                                                    sizeof(uint64_t));
+                      : schd_zalloc(&s->arena, (s->dkeys[t->dkey].dwords + 1) *
+                                                   sizeof(uint64_t));
   }
   g->batch = nactive == 0 && g->ninv_own == 0 && g->nports == 0;
   if (g->rej)
@@ -598,7 +596,7 @@ int sched_group_apply(struct sched_solver *s, struct sched_group *g)
   return 0;
 }
 
-int sched_group_relax(struct sched_solver *s, struct sched_group *g)
+int schd_group_relax(struct schd_solver *s, struct schd_group *g)
 {
   const struct carp_sched_pod *p = &s->p->pods[g->rep];
   uint32_t nsa = 0, npa = 0, npn = 0;
@@ -622,6 +620,6 @@ int sched_group_relax(struct sched_solver *s, struct sched_group *g)
   else
     return 0;
   s->stats.relaxations++;
-  sched_group_apply(s, g);
+  schd_group_apply(s, g);
   return 1;
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
-#include "sched_int.h"
+#include "schd_int.h"
 
 static int wildcard(const char *ip)
 {
@@ -27,35 +27,33 @@ int carp_sched_host_ports_conflict(const struct carp_sched_host_port *a,
   return strcmp(a->host_ip, b->host_ip) == 0;
 }
 
-void sched_ports_from_public(struct sched_solver *s,
-                             const struct carp_sched_host_port *hp, size_t n,
-                             struct sched_port **out, uint32_t *nout)
+void schd_ports_from_public(struct schd_solver *s,
+                            const struct carp_sched_host_port *hp, size_t n,
+                            struct schd_port **out, uint32_t *nout)
 {
-  struct sched_port *p = sched_alloc(&s->arena, (n + 1) * sizeof(*p));
+  struct schd_port *p = schd_alloc(&s->arena, (n + 1) * sizeof(*p));
   uint32_t k = 0;
   for (size_t i = 0; i < n; i++) {
     if (hp[i].port == 0)
       continue;
     p[k].port = hp[i].port;
     p[k].proto = (uint8_t)hp[i].protocol;
-    p[k].ip = wildcard(hp[i].host_ip) ? SCHED_NONE
-                                      : sched_intern(&s->rc.in, hp[i].host_ip);
+    p[k].ip = wildcard(hp[i].host_ip) ? SCHD_NONE
+                                      : schd_intern(&s->rc.in, hp[i].host_ip);
     k++;
   }
   *out = p;
   *nout = k;
 }
 
-int sched_ports_conflict(const struct sched_port *a, uint32_t na,
-                         const struct sched_port *b, uint32_t nb,
-                         uint32_t *port)
+int schd_ports_conflict(const struct schd_port *a, uint32_t na,
+                        const struct schd_port *b, uint32_t nb, uint32_t *port)
 {
   for (uint32_t i = 0; i < na; i++)
     for (uint32_t k = 0; k < nb; k++) {
       if (a[i].port != b[k].port || a[i].proto != b[k].proto)
         continue;
-      if (a[i].ip == SCHED_NONE || b[k].ip == SCHED_NONE ||
-          a[i].ip == b[k].ip) {
+      if (a[i].ip == SCHD_NONE || b[k].ip == SCHD_NONE || a[i].ip == b[k].ip) {
         if (port)
           *port = a[i].port;
         return 1;
@@ -64,11 +62,11 @@ int sched_ports_conflict(const struct sched_port *a, uint32_t na,
   return 0;
 }
 
-void sched_bin_add_ports(struct sched_bin *b, const struct sched_port *p,
-                         uint32_t n)
+void schd_bin_add_ports(struct schd_bin *b, const struct schd_port *p,
+                        uint32_t n)
 {
   for (uint32_t i = 0; i < n; i++) {
-    SCHED_GROW(b->ports, b->nports, b->capports);
+    SCHD_GROW(b->ports, b->nports, b->capports);
     b->ports[b->nports++] = p[i];
   }
 }

@@ -15,9 +15,9 @@
 
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
-#include "sched_int.h"
+#include "schd_int.h"
 
-static int has_key(const struct sched_rbuild *b, uint32_t key)
+static int has_key(const struct schd_rbuild *b, uint32_t key)
 {
   for (uint32_t i = 0; i < b->n; i++)
     if (b->r[i].key == key)
@@ -25,7 +25,7 @@ static int has_key(const struct sched_rbuild *b, uint32_t key)
   return 0;
 }
 
-static uint32_t *sorted_unique(struct sched_arena *a, uint32_t *v, uint32_t *n)
+static uint32_t *sorted_unique(struct schd_arena *a, uint32_t *v, uint32_t *n)
 {
   uint32_t m = 0;
   for (uint32_t i = 1; i < *n; i++) /* insertion sort: lists are short */
@@ -38,12 +38,12 @@ static uint32_t *sorted_unique(struct sched_arena *a, uint32_t *v, uint32_t *n)
     if (m == 0 || v[m - 1] != v[i])
       v[m++] = v[i];
   *n = m;
-  return sched_memdup(a, v, (m ? m : 1) * sizeof(uint32_t));
+  return schd_memdup(a, v, (m ? m : 1) * sizeof(uint32_t));
 }
 
 /* Decimal text of a non-negative number, interned (snprintf is slow for
  * 800 numbers per solve). */
-static uint32_t intern_num(struct sched_solver *s, int64_t v)
+static uint32_t intern_num(struct schd_solver *s, int64_t v)
 {
   char buf[24], *p = buf + sizeof(buf) - 1;
   uint64_t u = v < 0 ? 0 : (uint64_t)v;
@@ -52,18 +52,18 @@ static uint32_t intern_num(struct sched_solver *s, int64_t v)
     *--p = (char)('0' + u % 10);
     u /= 10;
   } while (u);
-  return sched_intern(&s->rc.in, sched_strdup(&s->arena, p));
+  return schd_intern(&s->rc.in, schd_strdup(&s->arena, p));
 }
 
-static void add_in(struct sched_solver *s, struct sched_rbuild *b, uint32_t key,
+static void add_in(struct schd_solver *s, struct schd_rbuild *b, uint32_t key,
                    uint32_t *vals, uint32_t n)
 {
-  struct sched_req r;
+  struct schd_req r;
   memset(&r, 0, sizeof(r));
   r.key = key;
   r.vals = sorted_unique(&s->rc.arena, vals, &n);
   r.nvals = n;
-  sched_rbuild_req(&s->rc, b, &r);
+  schd_rbuild_req(&s->rc, b, &r);
 }
 
 static int is_derived_key(const char *k)
@@ -139,40 +139,40 @@ static int derived_keys_used(const struct carp_sched_problem *p)
   return 0;
 }
 
-int sched_types_setup(struct sched_solver *s)
+int schd_types_setup(struct schd_solver *s)
 {
   const struct carp_sched_problem *p = s->p;
   const uint32_t R = s->R;
-  struct sched_rbuild b;
+  struct schd_rbuild b;
   uint32_t *zones = NULL, *cts = NULL;
   int rc = 0;
 
   int derive = derived_keys_used(p);
   s->ntypes = (uint32_t)p->ninstance_types;
-  s->twords = SCHED_WORDS(s->ntypes ? s->ntypes : 1);
-  s->types = sched_zalloc(&s->arena, (s->ntypes + 1) * sizeof(*s->types));
-  sched_rbuild_init(&b);
+  s->twords = SCHD_WORDS(s->ntypes ? s->ntypes : 1);
+  s->types = schd_zalloc(&s->arena, (s->ntypes + 1) * sizeof(*s->types));
+  schd_rbuild_init(&b);
   for (uint32_t t = 0; t < s->ntypes; t++) {
     const struct carp_sched_instance_type *it = &p->instance_types[t];
-    struct sched_type *ty = &s->types[t];
+    struct schd_type *ty = &s->types[t];
     uint32_t nz = 0, nc = 0;
     if (!it->name) {
       rc = CARP_EINVAL;
       goto out;
     }
-    ty->name = sched_intern(&s->rc.in, it->name);
-    ty->alloc = sched_zalloc(&s->arena, R * sizeof(int64_t));
-    ty->cap = sched_zalloc(&s->arena, R * sizeof(int64_t));
-    sched_vec_add(s, ty->cap, it->capacity, it->ncapacity, 1);
+    ty->name = schd_intern(&s->rc.in, it->name);
+    ty->alloc = schd_zalloc(&s->arena, R * sizeof(int64_t));
+    ty->cap = schd_zalloc(&s->arena, R * sizeof(int64_t));
+    schd_vec_add(s, ty->cap, it->capacity, it->ncapacity, 1);
     memcpy(ty->alloc, ty->cap, R * sizeof(int64_t));
-    sched_vec_add(s, ty->alloc, it->kube_reserved, it->nkube_reserved, -1);
-    sched_vec_add(s, ty->alloc, it->system_reserved, it->nsystem_reserved, -1);
-    sched_vec_add(s, ty->alloc, it->eviction_threshold, it->neviction_threshold,
-                  -1);
+    schd_vec_add(s, ty->alloc, it->kube_reserved, it->nkube_reserved, -1);
+    schd_vec_add(s, ty->alloc, it->system_reserved, it->nsystem_reserved, -1);
+    schd_vec_add(s, ty->alloc, it->eviction_threshold, it->neviction_threshold,
+                 -1);
     for (uint32_t r = 0; r < R; r++)
       if (ty->alloc[r] < 0)
         ty->alloc[r] = 0;
-    ty->off = sched_zalloc(&s->arena, (it->nofferings + 1) * sizeof(*ty->off));
+    ty->off = schd_zalloc(&s->arena, (it->nofferings + 1) * sizeof(*ty->off));
     zones = carp_reallocarray(zones, it->nofferings + 1, sizeof(*zones));
     cts = carp_reallocarray(cts, it->nofferings + 1, sizeof(*cts));
     ty->base_price = INFINITY;
@@ -180,8 +180,8 @@ int sched_types_setup(struct sched_solver *s)
       const struct carp_sched_offering *of = &it->offerings[o];
       if (!of->available)
         continue;
-      ty->off[ty->noff].zone = sched_intern(&s->rc.in, of->zone);
-      ty->off[ty->noff].ct = sched_intern(&s->rc.in, of->capacity_type);
+      ty->off[ty->noff].zone = schd_intern(&s->rc.in, of->zone);
+      ty->off[ty->noff].ct = schd_intern(&s->rc.in, of->capacity_type);
       ty->off[ty->noff].price = of->price;
       if (of->price < ty->base_price)
         ty->base_price = of->price;
@@ -189,53 +189,53 @@ int sched_types_setup(struct sched_solver *s)
       cts[nc++] = ty->off[ty->noff].ct;
       ty->noff++;
     }
-    sched_rbuild_reset(&b);
+    schd_rbuild_reset(&b);
     for (size_t i = 0; i < it->nrequirements; i++) {
-      rc = sched_rbuild_public(&s->rc, &b, &it->requirements[i]);
+      rc = schd_rbuild_public(&s->rc, &b, &it->requirements[i]);
       if (rc < 0)
         goto out;
     }
     if (!has_key(&b, s->rc.k_itype))
-      sched_rbuild_label(&s->rc, &b, s->rc.k_itype, ty->name);
+      schd_rbuild_label(&s->rc, &b, s->rc.k_itype, ty->name);
     if (!has_key(&b, s->rc.k_zone))
       add_in(s, &b, s->rc.k_zone, zones, nz);
     if (!has_key(&b, s->rc.k_ct))
       add_in(s, &b, s->rc.k_ct, cts, nc);
     if (derive && !has_key(&b, s->rc.k_cpu))
-      sched_rbuild_label(&s->rc, &b, s->rc.k_cpu,
-                         intern_num(s, (ty->cap[SCHED_DIM_CPU] + 999) / 1000));
+      schd_rbuild_label(&s->rc, &b, s->rc.k_cpu,
+                        intern_num(s, (ty->cap[SCHD_DIM_CPU] + 999) / 1000));
     if (derive && !has_key(&b, s->rc.k_mem))
-      sched_rbuild_label(
+      schd_rbuild_label(
           &s->rc, &b, s->rc.k_mem,
-          intern_num(s, ty->cap[SCHED_DIM_MEMORY] / (1048576LL * 1000)));
-    ty->rset = sched_rbuild_intern(&s->rc, &b);
+          intern_num(s, ty->cap[SCHD_DIM_MEMORY] / (1048576LL * 1000)));
+    ty->rset = schd_rbuild_intern(&s->rc, &b);
   }
 out:
   carp_free(zones);
   carp_free(cts);
-  sched_rbuild_free(&b);
+  schd_rbuild_free(&b);
   return rc;
 }
 
 /* ---- offerings and compatibility ---- */
 
-static int offering_ok(const struct sched_solver *s,
-                       const struct sched_offering *o,
-                       const struct sched_req *zr, const struct sched_req *cr)
+static int offering_ok(const struct schd_solver *s,
+                       const struct schd_offering *o, const struct schd_req *zr,
+                       const struct schd_req *cr)
 {
-  if (zr && !sched_req_allows(&s->rc, zr, o->zone))
+  if (zr && !schd_req_allows(&s->rc, zr, o->zone))
     return 0;
-  if (cr && !sched_req_allows(&s->rc, cr, o->ct))
+  if (cr && !schd_req_allows(&s->rc, cr, o->ct))
     return 0;
   return 1;
 }
 
-double sched_type_price(const struct sched_solver *s, uint32_t t, uint32_t rset)
+double schd_type_price(const struct schd_solver *s, uint32_t t, uint32_t rset)
 {
-  const struct sched_rset *rs = sched_rset(&s->rc, rset);
-  const struct sched_req *zr = sched_rset_get(rs, s->rc.k_zone);
-  const struct sched_req *cr = sched_rset_get(rs, s->rc.k_ct);
-  const struct sched_type *ty = &s->types[t];
+  const struct schd_rset *rs = schd_rset(&s->rc, rset);
+  const struct schd_req *zr = schd_rset_get(rs, s->rc.k_zone);
+  const struct schd_req *cr = schd_rset_get(rs, s->rc.k_ct);
+  const struct schd_type *ty = &s->types[t];
   double best = INFINITY;
   for (uint32_t o = 0; o < ty->noff; o++)
     if (ty->off[o].price < best && offering_ok(s, &ty->off[o], zr, cr))
@@ -243,24 +243,24 @@ double sched_type_price(const struct sched_solver *s, uint32_t t, uint32_t rset)
   return best;
 }
 
-const uint64_t *sched_pool_compat(struct sched_solver *s,
-                                  struct sched_pool *pool, uint32_t rset)
+const uint64_t *schd_pool_compat(struct schd_solver *s, struct schd_pool *pool,
+                                 uint32_t rset)
 {
   uint64_t v;
   uint64_t *bits;
-  const struct sched_rset *rs;
-  const struct sched_req *zr, *cr;
-  if (sched_map_get(&pool->compat, rset, &v))
+  const struct schd_rset *rs;
+  const struct schd_req *zr, *cr;
+  if (schd_map_get(&pool->compat, rset, &v))
     return (const uint64_t *)(uintptr_t)v;
-  bits = sched_zalloc(&s->arena, s->twords * sizeof(uint64_t));
-  rs = sched_rset(&s->rc, rset);
-  zr = sched_rset_get(rs, s->rc.k_zone);
-  cr = sched_rset_get(rs, s->rc.k_ct);
+  bits = schd_zalloc(&s->arena, s->twords * sizeof(uint64_t));
+  rs = schd_rset(&s->rc, rset);
+  zr = schd_rset_get(rs, s->rc.k_zone);
+  cr = schd_rset_get(rs, s->rc.k_ct);
   for (size_t t = bs_next(pool->types, s->twords, 0); t != SIZE_MAX;
        t = bs_next(pool->types, s->twords, t + 1)) {
-    const struct sched_type *ty = &s->types[t];
+    const struct schd_type *ty = &s->types[t];
     uint32_t o;
-    if (!sched_rset_intersects(&s->rc, ty->rset, rset, NULL))
+    if (!schd_rset_intersects(&s->rc, ty->rset, rset, NULL))
       continue;
     for (o = 0; o < ty->noff; o++)
       if (offering_ok(s, &ty->off[o], zr, cr))
@@ -268,40 +268,40 @@ const uint64_t *sched_pool_compat(struct sched_solver *s,
     if (o < ty->noff)
       bs_set(bits, t);
   }
-  sched_map_put(&pool->compat, rset, (uint64_t)(uintptr_t)bits);
+  schd_map_put(&pool->compat, rset, (uint64_t)(uintptr_t)bits);
   return bits;
 }
 
-int sched_min_values_ok(struct sched_solver *s, uint32_t rset,
-                        const uint64_t *opts, uint32_t *badkey)
+int schd_min_values_ok(struct schd_solver *s, uint32_t rset,
+                       const uint64_t *opts, uint32_t *badkey)
 {
-  const struct sched_rset *rs = sched_rset(&s->rc, rset);
+  const struct schd_rset *rs = schd_rset(&s->rc, rset);
   uint32_t *seen = NULL;
   size_t nseen = 0, capseen = 0;
   int ok = 1;
   if (!rs->has_min_values)
     return 1;
   for (uint32_t i = 0; i < rs->n && ok; i++) {
-    const struct sched_req *q = &rs->reqs[i];
+    const struct schd_req *q = &rs->reqs[i];
     if (q->min_values <= 0)
       continue;
     nseen = 0;
     for (size_t t = bs_next(opts, s->twords, 0); t != SIZE_MAX;
          t = bs_next(opts, s->twords, t + 1)) {
-      const struct sched_req *tr =
-          sched_rset_get(sched_rset(&s->rc, s->types[t].rset), q->key);
+      const struct schd_req *tr =
+          schd_rset_get(schd_rset(&s->rc, s->types[t].rset), q->key);
       if (!tr || tr->complement)
         continue;
       for (uint32_t k = 0; k < tr->nvals; k++) {
         uint32_t v = tr->vals[k];
         size_t j;
-        if (!sched_req_allows(&s->rc, q, v))
+        if (!schd_req_allows(&s->rc, q, v))
           continue;
         for (j = 0; j < nseen; j++)
           if (seen[j] == v)
             break;
         if (j == nseen) {
-          SCHED_GROW(seen, nseen, capseen);
+          SCHD_GROW(seen, nseen, capseen);
           seen[nseen++] = v;
         }
       }
@@ -316,14 +316,14 @@ int sched_min_values_ok(struct sched_solver *s, uint32_t rset,
   return ok;
 }
 
-void sched_claim_reserve(struct sched_solver *s, struct sched_bin *b)
+void schd_claim_reserve(struct schd_solver *s, struct schd_bin *b)
 {
-  struct sched_pool *pool = &s->pools[b->pool];
+  struct schd_pool *pool = &s->pools[b->pool];
   const uint32_t R = s->R;
   if (!pool->limited)
     return;
   if (!b->reserve)
-    b->reserve = sched_zalloc(&s->arena, (R + 1) * sizeof(int64_t));
+    b->reserve = schd_zalloc(&s->arena, (R + 1) * sizeof(int64_t));
   for (uint32_t r = 0; r < R; r++) {
     int64_t mx = 0;
     if (pool->remaining[r] == INT64_MAX)
@@ -394,45 +394,45 @@ static int score_asc_cmp(const void *a, const void *b, void *arg)
 }
 
 /* Would daemon d run on a node of pool with type t? */
-static int daemon_runs(struct sched_solver *s, const uint32_t *dterms,
+static int daemon_runs(struct schd_solver *s, const uint32_t *dterms,
                        uint32_t nterms, uint32_t node)
 {
   for (uint32_t i = 0; i < nterms; i++)
-    if (sched_rset_compatible(&s->rc, node, dterms[i], 1, NULL))
+    if (schd_rset_compatible(&s->rc, node, dterms[i], 1, NULL))
       return 1;
   return 0;
 }
 
 /* A daemon's requirement sets, one per required term (or one). */
-static int daemon_terms(struct sched_solver *s,
+static int daemon_terms(struct schd_solver *s,
                         const struct carp_sched_daemon *d, uint32_t **out,
                         uint32_t *nout)
 {
   uint32_t n = d->nrequired_terms ? (uint32_t)d->nrequired_terms : 1;
-  uint32_t *ids = sched_alloc(&s->arena, n * sizeof(uint32_t));
+  uint32_t *ids = schd_alloc(&s->arena, n * sizeof(uint32_t));
   for (uint32_t i = 0; i < n; i++) {
     int rc;
-    sched_rbuild_reset(&s->rb);
+    schd_rbuild_reset(&s->rb);
     for (size_t k = 0; k < d->nnode_selector; k++)
-      sched_rbuild_label(&s->rc, &s->rb,
-                         sched_intern(&s->rc.in, d->node_selector[k].key),
-                         sched_intern(&s->rc.in, d->node_selector[k].value));
+      schd_rbuild_label(&s->rc, &s->rb,
+                        schd_intern(&s->rc.in, d->node_selector[k].key),
+                        schd_intern(&s->rc.in, d->node_selector[k].value));
     if (d->nrequired_terms) {
       const struct carp_sched_node_term *t = &d->required_terms[i];
       for (size_t k = 0; k < t->nexprs; k++) {
-        rc = sched_rbuild_public(&s->rc, &s->rb, &t->exprs[k]);
+        rc = schd_rbuild_public(&s->rc, &s->rb, &t->exprs[k]);
         if (rc < 0)
           return rc;
       }
     }
-    ids[i] = sched_rbuild_intern(&s->rc, &s->rb);
+    ids[i] = schd_rbuild_intern(&s->rc, &s->rb);
   }
   *out = ids;
   *nout = n;
   return 0;
 }
 
-int sched_pools_setup(struct sched_solver *s)
+int schd_pools_setup(struct schd_solver *s)
 {
   const struct carp_sched_problem *p = s->p;
   const uint32_t R = s->R, NT = s->ntypes;
@@ -456,33 +456,33 @@ int sched_pools_setup(struct sched_solver *s)
   }
   qsort_r(order, p->nnodepools, sizeof(uint32_t), pool_cmp, (void *)p);
   s->npools = (uint32_t)p->nnodepools;
-  s->pools = sched_zalloc(&s->arena, (s->npools + 1) * sizeof(*s->pools));
-  s->pool_of = sched_zalloc(&s->arena, (s->npools + 1) * sizeof(uint32_t));
+  s->pools = schd_zalloc(&s->arena, (s->npools + 1) * sizeof(*s->pools));
+  s->pool_of = schd_zalloc(&s->arena, (s->npools + 1) * sizeof(uint32_t));
   for (uint32_t pi = 0; pi < s->npools; pi++) {
     const struct carp_sched_nodepool *np = &p->nodepools[order[pi]];
-    struct sched_pool *pool = &s->pools[pi];
-    int64_t *maxcap = sched_zalloc(&s->arena, R * sizeof(int64_t));
+    struct schd_pool *pool = &s->pools[pi];
+    int64_t *maxcap = schd_zalloc(&s->arena, R * sizeof(int64_t));
     pool->idx = order[pi];
     s->pool_of[order[pi]] = pi;
-    pool->name = sched_intern(&s->rc.in, np->name);
-    sched_map_init(&pool->compat);
+    pool->name = schd_intern(&s->rc.in, np->name);
+    schd_map_init(&pool->compat);
     /* template: requirements ∩ labels ∩ nodepool ∩ "a new hostname" */
-    sched_rbuild_reset(&s->rb);
+    schd_rbuild_reset(&s->rb);
     for (size_t k = 0; k < np->nrequirements; k++) {
-      rc = sched_rbuild_public(&s->rc, &s->rb, &np->requirements[k]);
+      rc = schd_rbuild_public(&s->rc, &s->rb, &np->requirements[k]);
       if (rc < 0)
         goto out;
     }
     for (size_t k = 0; k < np->nlabels; k++)
-      sched_rbuild_label(&s->rc, &s->rb,
-                         sched_intern(&s->rc.in, np->labels[k].key),
-                         sched_intern(&s->rc.in, np->labels[k].value));
-    sched_rbuild_label(&s->rc, &s->rb, s->rc.k_nodepool, pool->name);
-    sched_rbuild_label(&s->rc, &s->rb, s->rc.k_hostname, s->rc.v_new_host);
-    pool->tmpl = sched_rbuild_intern(&s->rc, &s->rb);
-    pool->taintset = sched_taintset(s, np->taints, np->ntaints, NULL, 0, 0);
+      schd_rbuild_label(&s->rc, &s->rb,
+                        schd_intern(&s->rc.in, np->labels[k].key),
+                        schd_intern(&s->rc.in, np->labels[k].value));
+    schd_rbuild_label(&s->rc, &s->rb, s->rc.k_nodepool, pool->name);
+    schd_rbuild_label(&s->rc, &s->rb, s->rc.k_hostname, s->rc.v_new_host);
+    pool->tmpl = schd_rbuild_intern(&s->rc, &s->rb);
+    pool->taintset = schd_taintset(s, np->taints, np->ntaints, NULL, 0, 0);
     /* types the pool may launch at all */
-    pool->types = sched_zalloc(&s->arena, s->twords * sizeof(uint64_t));
+    pool->types = schd_zalloc(&s->arena, s->twords * sizeof(uint64_t));
     if (np->instance_types) {
       for (size_t k = 0; k < np->ninstance_types; k++) {
         if (np->instance_types[k] >= NT) {
@@ -496,21 +496,21 @@ int sched_pools_setup(struct sched_solver *s)
         bs_set(pool->types, t);
     }
     {
-      const uint64_t *c = sched_pool_compat(s, pool, pool->tmpl);
+      const uint64_t *c = schd_pool_compat(s, pool, pool->tmpl);
       for (size_t w = 0; w < s->twords; w++)
         pool->types[w] &= c[w];
       /* the memo was computed against the unfiltered list: drop it */
-      sched_map_free(&pool->compat);
-      sched_map_init(&pool->compat);
+      schd_map_free(&pool->compat);
+      schd_map_init(&pool->compat);
     }
     pool->ntypes = (uint32_t)bs_count(pool->types, s->twords);
     /* DaemonSet overhead per type, and capacity left for pods */
     pool->daemon =
-        sched_zalloc(&s->arena, ((size_t)NT * R + 1) * sizeof(int64_t));
-    pool->cap = sched_zalloc(&s->arena, ((size_t)NT * R + 1) * sizeof(int64_t));
+        schd_zalloc(&s->arena, ((size_t)NT * R + 1) * sizeof(int64_t));
+    pool->cap = schd_zalloc(&s->arena, ((size_t)NT * R + 1) * sizeof(int64_t));
     for (size_t d = 0; d < p->ndaemons; d++) {
       const struct carp_sched_daemon *dm = &p->daemons[d];
-      const struct sched_taintset *ts = &s->tsets[pool->taintset];
+      const struct schd_taintset *ts = &s->tsets[pool->taintset];
       int any = 0;
       if (!carp_sched_taints_tolerated(ts->t, ts->n, dm->tolerations,
                                        dm->ntolerations, 1, NULL))
@@ -520,21 +520,21 @@ int sched_pools_setup(struct sched_solver *s)
       for (size_t t = bs_next(pool->types, s->twords, 0); t != SIZE_MAX;
            t = bs_next(pool->types, s->twords, t + 1)) {
         uint32_t node =
-            sched_rset_intersect(&s->rc, pool->tmpl, s->types[t].rset);
+            schd_rset_intersect(&s->rc, pool->tmpl, s->types[t].rset);
         if (!daemon_runs(s, dterms[d], ndterms[d], node))
           continue;
         for (size_t q = 0; q < dm->nrequests; q++) {
-          int dim = sched_dim(s, dm->requests[q].name);
-          if (dim >= 0 && dim != SCHED_DIM_PODS) /* one pod, listed or not */
+          int dim = schd_dim(s, dm->requests[q].name);
+          if (dim >= 0 && dim != SCHD_DIM_PODS) /* one pod, listed or not */
             pool->daemon[t * R + (uint32_t)dim] += dm->requests[q].milli;
         }
-        pool->daemon[t * R + SCHED_DIM_PODS] += 1000;
+        pool->daemon[t * R + SCHD_DIM_PODS] += 1000;
         any = 1;
       }
       if (any && dm->nhost_ports) {
-        struct sched_port *pp;
+        struct schd_port *pp;
         uint32_t np2;
-        sched_ports_from_public(s, dm->host_ports, dm->nhost_ports, &pp, &np2);
+        schd_ports_from_public(s, dm->host_ports, dm->nhost_ports, &pp, &np2);
         pool->dports = carp_reallocarray(pool->dports, pool->ndports + np2 + 1,
                                          sizeof(*pool->dports));
         memcpy(pool->dports + pool->ndports, pp, np2 * sizeof(*pp));
@@ -551,16 +551,15 @@ int sched_pools_setup(struct sched_solver *s)
     /* orders */
     {
       uint32_t *ts =
-          sched_alloc(&s->arena, (pool->ntypes + 1) * sizeof(uint32_t));
+          schd_alloc(&s->arena, (pool->ntypes + 1) * sizeof(uint32_t));
       uint32_t n = 0;
       struct order_ctx oc = {pool->cap, R, 0, score};
       for (size_t t = bs_next(pool->types, s->twords, 0); t != SIZE_MAX;
            t = bs_next(pool->types, s->twords, t + 1))
         ts[n++] = (uint32_t)t;
-      pool->order = sched_alloc(&s->arena, R * sizeof(uint32_t *));
+      pool->order = schd_alloc(&s->arena, R * sizeof(uint32_t *));
       for (uint32_t r = 0; r < R; r++) {
-        pool->order[r] =
-            sched_memdup(&s->arena, ts, (n + 1) * sizeof(uint32_t));
+        pool->order[r] = schd_memdup(&s->arena, ts, (n + 1) * sizeof(uint32_t));
         oc.r = r;
         qsort_r(pool->order[r], n, sizeof(uint32_t), cap_cmp, &oc);
       }
@@ -571,22 +570,22 @@ int sched_pools_setup(struct sched_solver *s)
             sc += (double)pool->cap[(size_t)ts[i] * R + r] / (double)maxcap[r];
         score[ts[i]] = sc;
       }
-      pool->by_size = sched_memdup(&s->arena, ts, (n + 1) * sizeof(uint32_t));
+      pool->by_size = schd_memdup(&s->arena, ts, (n + 1) * sizeof(uint32_t));
       qsort_r(pool->by_size, n, sizeof(uint32_t), score_desc_cmp, &oc);
       for (uint32_t i = 0; i < n; i++)
         score[ts[i]] = s->types[ts[i]].base_price;
-      pool->by_price = sched_memdup(&s->arena, ts, (n + 1) * sizeof(uint32_t));
+      pool->by_price = schd_memdup(&s->arena, ts, (n + 1) * sizeof(uint32_t));
       qsort_r(pool->by_price, n, sizeof(uint32_t), score_asc_cmp, &oc);
     }
     /* limits */
-    pool->remaining = sched_alloc(&s->arena, (R + 1) * sizeof(int64_t));
+    pool->remaining = schd_alloc(&s->arena, (R + 1) * sizeof(int64_t));
     for (uint32_t r = 0; r <= R; r++)
       pool->remaining[r] = INT64_MAX;
     for (size_t k = 0; k < np->nlimits; k++) {
       const char *name = np->limits[k].name;
       int d = name && strcmp(name, CARP_RESOURCE_NODES) == 0
                   ? (int)R
-                  : sched_dim(s, name);
+                  : schd_dim(s, name);
       int64_t used = 0;
       if (d < 0)
         continue;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
-#include "sched_int.h"
+#include "schd_int.h"
 
 static const char *const well_known[] = {
     CARP_LABEL_INSTANCE_TYPE,
@@ -36,7 +36,7 @@ int carp_sched_well_known(const char *key)
   return 0;
 }
 
-int sched_parse_int(const char *s, int64_t *v)
+int schd_parse_int(const char *s, int64_t *v)
 {
   int neg = 0;
   uint64_t acc = 0, limit;
@@ -63,43 +63,43 @@ int sched_parse_int(const char *s, int64_t *v)
   return 0;
 }
 
-void sched_intern_init(struct sched_intern *in)
+void schd_intern_init(struct schd_intern *in)
 {
   memset(in, 0, sizeof(*in));
   carp_map_init(&in->map);
-  sched_map_init(&in->ptr);
+  schd_map_init(&in->ptr);
 }
 
-void sched_intern_free(struct sched_intern *in)
+void schd_intern_free(struct schd_intern *in)
 {
   carp_map_free(&in->map);
-  sched_map_free(&in->ptr);
+  schd_map_free(&in->ptr);
   carp_free(in->str);
   carp_free(in->ival);
   carp_free(in->flags);
   memset(in, 0, sizeof(*in));
 }
 
-uint32_t sched_intern_find(const struct sched_intern *in, const char *s)
+uint32_t schd_intern_find(const struct schd_intern *in, const char *s)
 {
   void *v;
   if (!s)
     s = "";
   v = carp_map_gets(&in->map, s);
-  return v ? (uint32_t)((uintptr_t)v - 1) : SCHED_NONE;
+  return v ? (uint32_t)((uintptr_t)v - 1) : SCHD_NONE;
 }
 
-uint32_t sched_intern(struct sched_intern *in, const char *s)
+uint32_t schd_intern(struct schd_intern *in, const char *s)
 {
   uint64_t cached;
   uint32_t id;
   int64_t iv = 0;
   if (!s)
     s = "";
-  if (sched_map_get(&in->ptr, (uint64_t)(uintptr_t)s, &cached))
+  if (schd_map_get(&in->ptr, (uint64_t)(uintptr_t)s, &cached))
     return (uint32_t)cached;
-  id = sched_intern_find(in, s);
-  if (id == SCHED_NONE) {
+  id = schd_intern_find(in, s);
+  if (id == SCHD_NONE) {
     if (in->n == in->cap) {
       in->cap = in->cap ? in->cap * 2 : 64;
       in->str = carp_reallocarray(in->str, in->cap, sizeof(*in->str));
@@ -110,14 +110,14 @@ uint32_t sched_intern(struct sched_intern *in, const char *s)
     in->str[id] = s;
     in->flags[id] = 0;
     in->ival[id] = 0;
-    if (sched_parse_int(s, &iv) == 0) {
-      in->flags[id] |= SCHED_STR_INT;
+    if (schd_parse_int(s, &iv) == 0) {
+      in->flags[id] |= SCHD_STR_INT;
       in->ival[id] = iv;
     }
     if (carp_sched_well_known(s))
-      in->flags[id] |= SCHED_STR_WELL_KNOWN;
+      in->flags[id] |= SCHD_STR_WELL_KNOWN;
     carp_map_puts(&in->map, s, (void *)(uintptr_t)(id + 1));
   }
-  sched_map_put(&in->ptr, (uint64_t)(uintptr_t)s, id);
+  schd_map_put(&in->ptr, (uint64_t)(uintptr_t)s, id);
   return id;
 }

@@ -21,13 +21,13 @@
  * happen to be), then tops up pod by pod with the group whose request best
  * matches the room left (dot product, each dimension scaled by the target
  * capacity). Groups that differ only in labels form one class here. Ratios
- * only choose; every fit is still checked in integers by sched_try_place(). */
+ * only choose; every fit is still checked in integers by schd_try_place(). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "carpenter/alloc.h"
-#include "sched_int.h"
+#include "schd_int.h"
 
 enum { FILL_FREE = 0, FILL_GROW };
 
@@ -40,24 +40,24 @@ struct pclass {
 };
 
 struct packer {
-  struct sched_solver *s;
+  struct schd_solver *s;
   struct pclass *cls;
   uint32_t ncls;
   uint32_t *cand;
-  struct sched_map compat; /* (rset, taintset) -> per-class byte */
-  int64_t *minreq;         /* smallest pending request per dimension */
-  int64_t left;            /* pods still pending, all classes */
-  double *Dall;            /* pending demand of every class */
-  uint32_t **rank;         /* per pool: types by value for Dall */
-  uint32_t *rank_stamp;    /* per pool: stamp the rank was made at */
+  struct schd_map compat; /* (rset, taintset) -> per-class byte */
+  int64_t *minreq;        /* smallest pending request per dimension */
+  int64_t left;           /* pods still pending, all classes */
+  double *Dall;           /* pending demand of every class */
+  uint32_t **rank;        /* per pool: types by value for Dall */
+  uint32_t *rank_stamp;   /* per pool: stamp the rank was made at */
   uint32_t stamp;
   double *D;
 };
 
-static struct sched_group *leader(struct packer *P, struct pclass *c)
+static struct schd_group *leader(struct packer *P, struct pclass *c)
 {
   while (c->cur < c->nmem) {
-    struct sched_group *g = &P->s->groups[c->mem[c->cur]];
+    struct schd_group *g = &P->s->groups[c->mem[c->cur]];
     if (g->next < g->npods)
       return g;
     c->cur++;
@@ -65,35 +65,35 @@ static struct sched_group *leader(struct packer *P, struct pclass *c)
   return NULL;
 }
 
-static const uint8_t *compat_of(struct packer *P, const struct sched_bin *b)
+static const uint8_t *compat_of(struct packer *P, const struct schd_bin *b)
 {
-  struct sched_solver *s = P->s;
+  struct schd_solver *s = P->s;
   uint64_t key = ((uint64_t)b->rset << 32) | b->taintset, v;
   uint8_t *ok;
-  if (sched_map_get(&P->compat, key, &v))
+  if (schd_map_get(&P->compat, key, &v))
     return (const uint8_t *)(uintptr_t)v;
-  ok = sched_zalloc(&s->arena, P->ncls + 1);
+  ok = schd_zalloc(&s->arena, P->ncls + 1);
   for (uint32_t i = 0; i < P->ncls; i++) {
-    struct sched_group *g = leader(P, &P->cls[i]);
+    struct schd_group *g = leader(P, &P->cls[i]);
     if (!g || g->bad)
       continue;
-    ok[i] = sched_group_tolerates(s, g, b->taintset, NULL) &&
-            sched_rset_add(&s->rc, b->rset, g->rset, b->kind == BIN_CLAIM,
-                           NULL) != SCHED_NONE;
+    ok[i] = schd_group_tolerates(s, g, b->taintset, NULL) &&
+            schd_rset_add(&s->rc, b->rset, g->rset, b->kind == BIN_CLAIM,
+                          NULL) != SCHD_NONE;
   }
-  sched_map_put(&P->compat, key, (uint64_t)(uintptr_t)ok);
+  schd_map_put(&P->compat, key, (uint64_t)(uintptr_t)ok);
   return ok;
 }
 
 /* How many pods of g may still join bin bi without pushing a hostname
  * spread that counts them above maxSkew on a bin hosting one of its owners:
  * the plan then holds whatever order the kube-scheduler binds pods in. */
-static int64_t spread_room(struct sched_solver *s, const struct sched_group *g,
+static int64_t spread_room(struct schd_solver *s, const struct schd_group *g,
                            uint32_t bi)
 {
   int64_t room = INT64_MAX;
   for (uint32_t i = 0; i < g->nsel_by; i++) {
-    const struct sched_tg *t = &s->tgs[g->sel_by[i]];
+    const struct schd_tg *t = &s->tgs[g->sel_by[i]];
     int64_t r;
     if (t->type != TG_SPREAD || !t->hostname || !bs_get(t->owned, bi))
       continue;
@@ -110,11 +110,11 @@ static int64_t spread_room(struct sched_solver *s, const struct sched_group *g,
 static int64_t place_class(struct packer *P, struct pclass *c, uint32_t bi,
                            int64_t k)
 {
-  struct sched_solver *s = P->s;
+  struct schd_solver *s = P->s;
   int64_t placed = 0;
-  struct sched_fail f;
+  struct schd_fail f;
   for (uint32_t m = c->cur; m < c->nmem && k > 0; m++) {
-    struct sched_group *g = &s->groups[c->mem[m]];
+    struct schd_group *g = &s->groups[c->mem[m]];
     int64_t room;
     uint32_t kk, n;
     if (g->next >= g->npods)
@@ -125,11 +125,11 @@ static int64_t place_class(struct packer *P, struct pclass *c, uint32_t bi,
     if (room > k)
       room = k;
     kk = (uint32_t)(room < g->npods - g->next ? room : g->npods - g->next);
-    n = sched_try_place(s, g, bi, kk, &f);
+    n = schd_try_place(s, g, bi, kk, &f);
     if (!n) {
       if (f.monotone) {
         if (!c->rej)
-          sched_breg(s, &c->rej);
+          schd_breg(s, &c->rej);
         bs_set(c->rej, bi);
       }
       break;
@@ -169,8 +169,8 @@ static int rank_cmp(const void *a, const void *b, void *arg)
  * Made once per stamp, i.e. when the demand moved. */
 static const uint32_t *ranking(struct packer *P, uint32_t pi)
 {
-  struct sched_solver *s = P->s;
-  struct sched_pool *pool = &s->pools[pi];
+  struct schd_solver *s = P->s;
+  struct schd_pool *pool = &s->pools[pi];
   const uint32_t R = s->R;
   double *cost, *size;
   struct rank_ctx rc;
@@ -215,14 +215,14 @@ static const uint32_t *ranking(struct packer *P, uint32_t pi)
  * such nodes the pending demand needs in its tightest dimension; with
  * linear prices that is the largest type (its reservations weigh least),
  * with other price models it is the best value, not the biggest. */
-static const int64_t *target(struct packer *P, struct sched_bin *b, int mode,
+static const int64_t *target(struct packer *P, struct schd_bin *b, int mode,
                              uint32_t *type)
 {
-  struct sched_solver *s = P->s;
-  struct sched_pool *pool;
+  struct schd_solver *s = P->s;
+  struct schd_pool *pool;
   const uint32_t R = s->R;
   double best = INFINITY;
-  *type = SCHED_NONE;
+  *type = SCHD_NONE;
   if (b->kind != BIN_CLAIM)
     return b->alloc;
   pool = &s->pools[b->pool];
@@ -241,14 +241,14 @@ static const int64_t *target(struct packer *P, struct sched_bin *b, int mode,
         break;
       if (!bs_get(b->opts, t))
         continue;
-      pr = sched_type_price(s, t, b->rset);
+      pr = schd_type_price(s, t, b->rset);
       if (pr < best) {
         best = pr;
         *type = t;
       }
     }
   }
-  if (*type == SCHED_NONE)
+  if (*type == SCHD_NONE)
     return NULL;
   return &pool->cap[(size_t)*type * R];
 }
@@ -268,12 +268,12 @@ static void demand(struct packer *P, uint32_t nc)
 
 static void fill(struct packer *P, uint32_t bi, int mode)
 {
-  struct sched_solver *s = P->s;
-  struct sched_bin *b = &s->bins[bi];
+  struct schd_solver *s = P->s;
+  struct schd_bin *b = &s->bins[bi];
   const uint32_t R = s->R;
   const int64_t *T = NULL;
   const uint8_t *ok;
-  uint32_t nc = 0, ttype = SCHED_NONE;
+  uint32_t nc = 0, ttype = SCHD_NONE;
 
   if (!bs_get(s->open, bi))
     return;
@@ -320,14 +320,14 @@ static void fill(struct packer *P, uint32_t bi, int mode)
         if (k > 0)
           place_class(P, pc, bi, k);
       }
-    if (ttype != SCHED_NONE && !bs_get(b->opts, ttype))
+    if (ttype != SCHD_NONE && !bs_get(b->opts, ttype))
       T = target(P, b, mode, &ttype);
   }
 
   /* top up: the best match for the room left, a few pods at a time */
   while (T && nc && bs_get(s->open, bi)) {
     double best = -1, w[16];
-    uint32_t bc = SCHED_NONE, RW = R < 16 ? R : 16;
+    uint32_t bc = SCHD_NONE, RW = R < 16 ? R : 16;
     /* score = sum of req/T * room/T: the weights once per round */
     for (uint32_t r = 0; r < RW; r++)
       w[r] = T[r] > 0 ? (double)(T[r] - b->used[r]) / ((double)T[r] * T[r]) : 0;
@@ -349,17 +349,17 @@ static void fill(struct packer *P, uint32_t bi, int mode)
         bc = c;
       }
     }
-    if (bc == SCHED_NONE)
+    if (bc == SCHD_NONE)
       break;
     {
       struct pclass *pc = &P->cls[P->cand[bc]];
-      int64_t fitc = sched_fit_count(s, b->used, pc->req, T, pc->remaining);
+      int64_t fitc = schd_fit_count(s, b->used, pc->req, T, pc->remaining);
       if (!place_class(P, pc, bi, fitc / 8 > 1 ? fitc / 8 : 1)) {
         P->cand[bc] = P->cand[--nc];
         continue;
       }
     }
-    if (ttype != SCHED_NONE && !bs_get(b->opts, ttype))
+    if (ttype != SCHD_NONE && !bs_get(b->opts, ttype))
       T = target(P, b, mode, &ttype);
   }
 }
@@ -390,47 +390,47 @@ static int refresh(struct packer *P)
 /* Classes: groups whose signatures agree past the labels. */
 static void build_classes(struct packer *P, const uint32_t *groups, uint32_t n)
 {
-  struct sched_solver *s = P->s;
-  struct sched_map byhash;
+  struct schd_solver *s = P->s;
+  struct schd_map byhash;
   uint32_t *next = carp_calloc(n + 1, sizeof(uint32_t));
   uint32_t *cls_of = carp_calloc(n + 1, sizeof(uint32_t));
   uint32_t *head = carp_calloc(n + 1, sizeof(uint32_t));
-  sched_map_init(&byhash);
+  schd_map_init(&byhash);
   /* in the arena: registered bitsets point into it until the end */
-  P->cls = sched_zalloc(&s->arena, (n + 1) * sizeof(*P->cls));
+  P->cls = schd_zalloc(&s->arena, (n + 1) * sizeof(*P->cls));
   for (uint32_t i = 0; i < n; i++) {
-    const struct sched_group *g = &s->groups[groups[i]];
+    const struct schd_group *g = &s->groups[groups[i]];
     const uint8_t *rest = g->sig + g->sig_labels_end;
     size_t nrest = g->nsig - g->sig_labels_end;
-    uint64_t h = sched_hash_bytes(sched_mix(0x636c61, g->ns), rest, nrest), v;
-    uint32_t c = SCHED_NONE;
+    uint64_t h = schd_hash_bytes(schd_mix(0x636c61, g->ns), rest, nrest), v;
+    uint32_t c = SCHD_NONE;
     if (h == UINT64_MAX)
       h--;
-    if (sched_map_get(&byhash, h, &v))
-      for (uint32_t j = (uint32_t)v; j != SCHED_NONE; j = next[j]) {
-        const struct sched_group *o = &s->groups[groups[j]];
+    if (schd_map_get(&byhash, h, &v))
+      for (uint32_t j = (uint32_t)v; j != SCHD_NONE; j = next[j]) {
+        const struct schd_group *o = &s->groups[groups[j]];
         if (o->ns == g->ns && o->nsig - o->sig_labels_end == nrest &&
             memcmp(o->sig + o->sig_labels_end, rest, nrest) == 0) {
           c = cls_of[j];
           break;
         }
       }
-    if (c == SCHED_NONE) {
+    if (c == SCHD_NONE) {
       c = P->ncls++;
-      P->cls[c].mem = sched_alloc(&s->arena, (n + 1) * sizeof(uint32_t));
+      P->cls[c].mem = schd_alloc(&s->arena, (n + 1) * sizeof(uint32_t));
       P->cls[c].req = g->req;
-      next[i] = sched_map_get(&byhash, h, &v) ? (uint32_t)v : SCHED_NONE;
-      sched_map_put(&byhash, h, i);
+      next[i] = schd_map_get(&byhash, h, &v) ? (uint32_t)v : SCHD_NONE;
+      schd_map_put(&byhash, h, i);
       head[c] = i;
     } else {
-      next[i] = SCHED_NONE;
+      next[i] = SCHD_NONE;
     }
     cls_of[i] = c;
     P->cls[c].mem[P->cls[c].nmem++] = groups[i];
     P->cls[c].remaining += g->npods - g->next;
     P->left += g->npods - g->next;
   }
-  sched_map_free(&byhash);
+  schd_map_free(&byhash);
   carp_free(next);
   carp_free(cls_of);
   carp_free(head);
@@ -449,7 +449,7 @@ struct snapshot {
 
 static void snap_take(struct packer *P, struct snapshot *sn)
 {
-  struct sched_solver *s = P->s;
+  struct schd_solver *s = P->s;
   size_t k = 0;
   sn->nbins = s->nbins;
   sn->nnew = s->nnew;
@@ -470,21 +470,21 @@ static void snap_take(struct packer *P, struct snapshot *sn)
  * restored: free groups have no rule that reads them. */
 static void snap_restore(struct packer *P, const struct snapshot *sn)
 {
-  struct sched_solver *s = P->s;
+  struct schd_solver *s = P->s;
   size_t k = 0;
   for (uint32_t i = 0; i < P->ncls; i++) {
     P->cls[i].cur = sn->cur[i];
     P->left += sn->left[i] - P->cls[i].remaining;
     P->cls[i].remaining = sn->left[i];
     for (uint32_t m = 0; m < P->cls[i].nmem; m++) {
-      struct sched_group *g = &s->groups[P->cls[i].mem[m]];
+      struct schd_group *g = &s->groups[P->cls[i].mem[m]];
       for (uint32_t j = sn->next[k]; j < g->next; j++)
-        s->assign[g->pods[j]] = SCHED_NONE;
+        s->assign[g->pods[j]] = SCHD_NONE;
       g->next = sn->next[k++];
     }
   }
   while (s->nbins > sn->nbins)
-    sched_bin_discard(s, s->nbins - 1);
+    schd_bin_discard(s, s->nbins - 1);
   s->nnew = sn->nnew;
   for (uint32_t pi = 0; pi < s->npools; pi++)
     memcpy(s->pools[pi].remaining, &sn->remaining[(size_t)pi * (s->R + 1)],
@@ -493,12 +493,12 @@ static void snap_restore(struct packer *P, const struct snapshot *sn)
 
 static double claims_price(struct packer *P, uint32_t from)
 {
-  struct sched_solver *s = P->s;
+  struct schd_solver *s = P->s;
   double sum = 0;
   uint32_t t;
   for (uint32_t bi = from; bi < s->nbins; bi++)
     if (target(P, &s->bins[bi], FILL_FREE, &t))
-      sum += sched_type_price(s, t, s->bins[bi].rset);
+      sum += schd_type_price(s, t, s->bins[bi].rset);
   return sum;
 }
 
@@ -514,7 +514,7 @@ static int64_t pending_pods(struct packer *P)
  * best-value option, repeat. */
 static void open_balanced(struct packer *P, uint8_t *failed)
 {
-  struct sched_solver *s = P->s;
+  struct schd_solver *s = P->s;
   memset(failed, 0, P->ncls);
   while (refresh(P)) {
     uint32_t i, bi;
@@ -523,8 +523,8 @@ static void open_balanced(struct packer *P, uint8_t *failed)
         break;
     if (i == P->ncls)
       break;
-    bi = sched_open_claim(s, leader(P, &P->cls[i]), 1);
-    if (bi == SCHED_NONE) {
+    bi = schd_open_claim(s, leader(P, &P->cls[i]), 1);
+    if (bi == SCHD_NONE) {
       failed[i] = 1;
       continue;
     }
@@ -541,7 +541,7 @@ static void open_balanced(struct packer *P, uint8_t *failed)
  * worse than. */
 static void open_ffd(struct packer *P, uint32_t from)
 {
-  struct sched_solver *s = P->s;
+  struct schd_solver *s = P->s;
   for (uint32_t i = 0; i < P->ncls; i++) {
     struct pclass *pc = &P->cls[i];
     while (pc->remaining > 0) {
@@ -551,8 +551,8 @@ static void open_ffd(struct packer *P, uint32_t from)
           place_class(P, pc, bi, pc->remaining);
       if (pc->remaining <= 0)
         break;
-      bi = sched_open_claim(s, leader(P, pc), 1);
-      if (bi == SCHED_NONE)
+      bi = schd_open_claim(s, leader(P, pc), 1);
+      if (bi == SCHD_NONE)
         break;
       pc->remaining -= 1;
       P->left -= 1;
@@ -563,7 +563,7 @@ static void open_ffd(struct packer *P, uint32_t from)
 
 static void open_new(struct packer *P, uint8_t *failed, struct snapshot *sn)
 {
-  struct sched_solver *s = P->s;
+  struct schd_solver *s = P->s;
   uint32_t from = s->nbins;
   int64_t left_ffd, left_bal;
   double price_ffd, price_bal;
@@ -583,7 +583,7 @@ static void open_new(struct packer *P, uint8_t *failed, struct snapshot *sn)
   }
 }
 
-void sched_pack_inert(struct sched_solver *s, uint32_t *groups, uint32_t n)
+void schd_pack_inert(struct schd_solver *s, uint32_t *groups, uint32_t n)
 {
   struct packer P;
   struct snapshot sn;
@@ -603,7 +603,7 @@ void sched_pack_inert(struct sched_solver *s, uint32_t *groups, uint32_t n)
   sn.next = carp_calloc(n + 1, sizeof(uint32_t));
   sn.cur = carp_calloc(P.ncls + 1, sizeof(uint32_t));
   sn.left = carp_calloc(P.ncls + 1, sizeof(int64_t));
-  sched_map_init(&P.compat);
+  schd_map_init(&P.compat);
   for (;;) {
     uint32_t nb = s->nbins;
     int relaxed = 0;
@@ -620,8 +620,8 @@ void sched_pack_inert(struct sched_solver *s, uint32_t *groups, uint32_t n)
       if (pc->remaining <= 0)
         continue;
       for (uint32_t m = pc->cur; m < pc->nmem; m++) {
-        struct sched_group *g = &s->groups[pc->mem[m]];
-        if (g->next < g->npods && sched_group_relax(s, g))
+        struct schd_group *g = &s->groups[pc->mem[m]];
+        if (g->next < g->npods && schd_group_relax(s, g))
           relaxed = 1;
       }
       if (pc->rej)
@@ -629,10 +629,10 @@ void sched_pack_inert(struct sched_solver *s, uint32_t *groups, uint32_t n)
     }
     if (!relaxed)
       break;
-    sched_map_free(&P.compat); /* requirements changed */
-    sched_map_init(&P.compat);
+    schd_map_free(&P.compat); /* requirements changed */
+    schd_map_init(&P.compat);
   }
-  sched_map_free(&P.compat);
+  schd_map_free(&P.compat);
   carp_free(P.cand);
   carp_free(P.minreq);
   carp_free(P.D);

@@ -19,7 +19,7 @@
 #include "carpenter/alloc.h"
 #include "carpenter/buf.h"
 #include "carpenter/error.h"
-#include "sched_int.h"
+#include "schd_int.h"
 
 #define FAIL_BIT ((uint64_t)1 << 63)
 
@@ -31,7 +31,7 @@ static int val_cmp(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-static int in_vals(const struct sched_req *r, uint32_t v)
+static int in_vals(const struct schd_req *r, uint32_t v)
 {
   uint32_t lo = 0, hi = r->nvals;
   while (lo < hi) {
@@ -47,14 +47,14 @@ static int in_vals(const struct sched_req *r, uint32_t v)
 }
 
 /* Does a complement requirement admit value v (present)? */
-static int comp_allows(const struct sched_rctx *c, const struct sched_req *r,
+static int comp_allows(const struct schd_rctx *c, const struct schd_req *r,
                        uint32_t v)
 {
   if (in_vals(r, v))
     return 0;
   if (r->has_gt || r->has_lt) {
     int64_t iv;
-    if (!(c->in.flags[v] & SCHED_STR_INT))
+    if (!(c->in.flags[v] & SCHD_STR_INT))
       return 0;
     iv = c->in.ival[v];
     if (r->has_gt && !(iv > r->gt))
@@ -65,17 +65,17 @@ static int comp_allows(const struct sched_rctx *c, const struct sched_req *r,
   return 1;
 }
 
-int sched_req_allows(const struct sched_rctx *c, const struct sched_req *r,
-                     uint32_t value)
+int schd_req_allows(const struct schd_rctx *c, const struct schd_req *r,
+                    uint32_t value)
 {
-  if (value == SCHED_NONE)
+  if (value == SCHD_NONE)
     return r->missing;
   if (r->complement)
     return comp_allows(c, r, value);
   return in_vals(r, value);
 }
 
-int sched_req_empty(const struct sched_req *r)
+int schd_req_empty(const struct schd_req *r)
 {
   return !r->complement && r->nvals == 0 && !r->missing;
 }
@@ -83,7 +83,7 @@ int sched_req_empty(const struct sched_req *r)
 /* Canonical form: bounds only on complements, an empty integer interval
  * becomes an empty value set, and excluded values outside the bounds are
  * dropped (the bounds exclude them already). */
-static void normalize(struct sched_rctx *c, struct sched_req *r)
+static void normalize(struct schd_rctx *c, struct schd_req *r)
 {
   if (!r->complement) {
     r->has_gt = r->has_lt = 0;
@@ -99,12 +99,12 @@ static void normalize(struct sched_rctx *c, struct sched_req *r)
     return;
   }
   if ((r->has_gt || r->has_lt) && r->nvals) {
-    uint32_t *v = sched_alloc(&c->arena, r->nvals * sizeof(uint32_t));
+    uint32_t *v = schd_alloc(&c->arena, r->nvals * sizeof(uint32_t));
     uint32_t n = 0;
     for (uint32_t i = 0; i < r->nvals; i++) {
       uint32_t x = r->vals[i];
       int64_t iv;
-      if (!(c->in.flags[x] & SCHED_STR_INT))
+      if (!(c->in.flags[x] & SCHD_STR_INT))
         continue;
       iv = c->in.ival[x];
       if (r->has_gt && !(iv > r->gt))
@@ -122,10 +122,10 @@ static void normalize(struct sched_rctx *c, struct sched_req *r)
     r->lt = 0;
 }
 
-void sched_req_intersect(struct sched_rctx *c, const struct sched_req *a,
-                         const struct sched_req *b, struct sched_req *out)
+void schd_req_intersect(struct schd_rctx *c, const struct schd_req *a,
+                        const struct schd_req *b, struct schd_req *out)
 {
-  struct sched_req o;
+  struct schd_req o;
   uint32_t *v, n = 0, i = 0, j = 0;
   memset(&o, 0, sizeof(o));
   o.key = a->key;
@@ -133,7 +133,7 @@ void sched_req_intersect(struct sched_rctx *c, const struct sched_req *a,
   o.min_values = a->min_values > b->min_values ? a->min_values : b->min_values;
   if (a->complement && b->complement) {
     o.complement = 1;
-    v = sched_alloc(&c->arena, (a->nvals + b->nvals + 1) * sizeof(uint32_t));
+    v = schd_alloc(&c->arena, (a->nvals + b->nvals + 1) * sizeof(uint32_t));
     while (i < a->nvals || j < b->nvals) {
       if (j >= b->nvals || (i < a->nvals && a->vals[i] < b->vals[j]))
         v[n++] = a->vals[i++];
@@ -155,16 +155,16 @@ void sched_req_intersect(struct sched_rctx *c, const struct sched_req *a,
            : a->lt < b->lt ? a->lt
                            : b->lt;
   } else if (a->complement || b->complement) {
-    const struct sched_req *cm = a->complement ? a : b;
-    const struct sched_req *pl = a->complement ? b : a;
-    v = sched_alloc(&c->arena, (pl->nvals + 1) * sizeof(uint32_t));
+    const struct schd_req *cm = a->complement ? a : b;
+    const struct schd_req *pl = a->complement ? b : a;
+    v = schd_alloc(&c->arena, (pl->nvals + 1) * sizeof(uint32_t));
     for (i = 0; i < pl->nvals; i++)
       if (comp_allows(c, cm, pl->vals[i]))
         v[n++] = pl->vals[i];
   } else {
-    v = sched_alloc(&c->arena,
-                    ((a->nvals < b->nvals ? a->nvals : b->nvals) + 1) *
-                        sizeof(uint32_t));
+    v = schd_alloc(&c->arena,
+                   ((a->nvals < b->nvals ? a->nvals : b->nvals) + 1) *
+                       sizeof(uint32_t));
     while (i < a->nvals && j < b->nvals) {
       if (a->vals[i] == b->vals[j]) {
         v[n++] = a->vals[i];
@@ -182,7 +182,7 @@ void sched_req_intersect(struct sched_rctx *c, const struct sched_req *a,
   *out = o;
 }
 
-static int req_equal(const struct sched_req *a, const struct sched_req *b)
+static int req_equal(const struct schd_req *a, const struct schd_req *b)
 {
   return a->key == b->key && a->nvals == b->nvals &&
          a->complement == b->complement && a->missing == b->missing &&
@@ -194,31 +194,31 @@ static int req_equal(const struct sched_req *a, const struct sched_req *b)
 
 /* ---- builders and interning ---- */
 
-void sched_rbuild_init(struct sched_rbuild *b)
+void schd_rbuild_init(struct schd_rbuild *b)
 {
   memset(b, 0, sizeof(*b));
 }
 
-void sched_rbuild_free(struct sched_rbuild *b)
+void schd_rbuild_free(struct schd_rbuild *b)
 {
   carp_free(b->r);
   memset(b, 0, sizeof(*b));
 }
 
-void sched_rbuild_reset(struct sched_rbuild *b)
+void schd_rbuild_reset(struct schd_rbuild *b)
 {
   b->n = 0;
 }
 
-void sched_rbuild_req(struct sched_rctx *c, struct sched_rbuild *b,
-                      const struct sched_req *r)
+void schd_rbuild_req(struct schd_rctx *c, struct schd_rbuild *b,
+                     const struct schd_req *r)
 {
   uint32_t lo = 0, hi = b->n;
   while (lo < hi) {
     uint32_t mid = (lo + hi) / 2;
     if (b->r[mid].key == r->key) {
-      struct sched_req out;
-      sched_req_intersect(c, &b->r[mid], r, &out);
+      struct schd_req out;
+      schd_req_intersect(c, &b->r[mid], r, &out);
       b->r[mid] = out;
       return;
     }
@@ -227,51 +227,50 @@ void sched_rbuild_req(struct sched_rctx *c, struct sched_rbuild *b,
     else
       hi = mid;
   }
-  SCHED_GROW(b->r, b->n, b->cap);
+  SCHD_GROW(b->r, b->n, b->cap);
   memmove(&b->r[lo + 1], &b->r[lo], (b->n - lo) * sizeof(*b->r));
   b->r[lo] = *r;
   b->n++;
 }
 
-void sched_rbuild_label(struct sched_rctx *c, struct sched_rbuild *b,
-                        uint32_t key, uint32_t value)
+void schd_rbuild_label(struct schd_rctx *c, struct schd_rbuild *b, uint32_t key,
+                       uint32_t value)
 {
-  struct sched_req r;
-  uint32_t *v = sched_alloc(&c->arena, sizeof(uint32_t));
+  struct schd_req r;
+  uint32_t *v = schd_alloc(&c->arena, sizeof(uint32_t));
   memset(&r, 0, sizeof(r));
   *v = value;
   r.key = key;
   r.vals = v;
   r.nvals = 1;
-  sched_rbuild_req(c, b, &r);
+  schd_rbuild_req(c, b, &r);
 }
 
-void sched_rbuild_set(struct sched_rctx *c, struct sched_rbuild *b,
-                      uint32_t set)
+void schd_rbuild_set(struct schd_rctx *c, struct schd_rbuild *b, uint32_t set)
 {
-  const struct sched_rset *s = c->sets[set];
+  const struct schd_rset *s = c->sets[set];
   for (uint32_t i = 0; i < s->n; i++)
-    sched_rbuild_req(c, b, &s->reqs[i]);
+    schd_rbuild_req(c, b, &s->reqs[i]);
 }
 
-int sched_rbuild_public(struct sched_rctx *c, struct sched_rbuild *b,
-                        const struct carp_sched_requirement *req)
+int schd_rbuild_public(struct schd_rctx *c, struct schd_rbuild *b,
+                       const struct carp_sched_requirement *req)
 {
-  struct sched_req r;
+  struct schd_req r;
   uint32_t *v = NULL, n = 0;
   int64_t bound = 0;
   int is_int = 0;
   if (!req || !req->key || (req->nvalues && !req->values))
     return CARP_EINVAL;
   memset(&r, 0, sizeof(r));
-  r.key = sched_intern(&c->in, req->key);
+  r.key = schd_intern(&c->in, req->key);
   r.min_values = req->min_values > 0 ? req->min_values : 0;
   switch (req->op) {
   case CARP_SCHED_OP_IN:
   case CARP_SCHED_OP_NOT_IN:
-    v = sched_alloc(&c->arena, (req->nvalues + 1) * sizeof(uint32_t));
+    v = schd_alloc(&c->arena, (req->nvalues + 1) * sizeof(uint32_t));
     for (size_t i = 0; i < req->nvalues; i++)
-      v[n++] = sched_intern(&c->in, req->values[i]);
+      v[n++] = schd_intern(&c->in, req->values[i]);
     qsort(v, n, sizeof(uint32_t), val_cmp);
     {
       uint32_t m = 0;
@@ -297,7 +296,7 @@ int sched_rbuild_public(struct sched_rctx *c, struct sched_rbuild *b,
   case CARP_SCHED_OP_LTE:
     if (req->nvalues != 1)
       return CARP_EINVAL;
-    is_int = sched_parse_int(req->values[0], &bound) == 0;
+    is_int = schd_parse_int(req->values[0], &bound) == 0;
     if (!is_int)
       break; /* a bound that is not an integer admits nothing */
     r.complement = 1;
@@ -321,37 +320,37 @@ int sched_rbuild_public(struct sched_rctx *c, struct sched_rbuild *b,
     return CARP_EINVAL;
   }
   normalize(c, &r);
-  sched_rbuild_req(c, b, &r);
+  schd_rbuild_req(c, b, &r);
   return 0;
 }
 
-static uint64_t req_hash(uint64_t h, const struct sched_req *r)
+static uint64_t req_hash(uint64_t h, const struct schd_req *r)
 {
-  h = sched_mix(h, ((uint64_t)r->key << 32) | r->nvals);
-  h = sched_mix(h, (uint64_t)r->complement | (uint64_t)r->missing << 8 |
-                       (uint64_t)r->has_gt << 16 | (uint64_t)r->has_lt << 24 |
-                       (uint64_t)(uint32_t)r->min_values << 32);
+  h = schd_mix(h, ((uint64_t)r->key << 32) | r->nvals);
+  h = schd_mix(h, (uint64_t)r->complement | (uint64_t)r->missing << 8 |
+                      (uint64_t)r->has_gt << 16 | (uint64_t)r->has_lt << 24 |
+                      (uint64_t)(uint32_t)r->min_values << 32);
   if (r->has_gt)
-    h = sched_mix(h, (uint64_t)r->gt);
+    h = schd_mix(h, (uint64_t)r->gt);
   if (r->has_lt)
-    h = sched_mix(h, (uint64_t)r->lt ^ 0x1234);
+    h = schd_mix(h, (uint64_t)r->lt ^ 0x1234);
   for (uint32_t i = 0; i < r->nvals; i++)
-    h = sched_mix(h, r->vals[i]);
+    h = schd_mix(h, r->vals[i]);
   return h;
 }
 
-static uint32_t intern_reqs(struct sched_rctx *c, const struct sched_req *reqs,
+static uint32_t intern_reqs(struct schd_rctx *c, const struct schd_req *reqs,
                             uint32_t n)
 {
   uint64_t h = 0x243f6a8885a308d3ull, first;
   uint32_t id;
-  struct sched_rset *s;
-  struct sched_req *copy;
+  struct schd_rset *s;
+  struct schd_req *copy;
   for (uint32_t i = 0; i < n; i++)
     h = req_hash(h, &reqs[i]);
-  if (sched_map_get(&c->byhash, h, &first)) {
-    for (id = (uint32_t)first; id != SCHED_NONE; id = c->chain[id]) {
-      const struct sched_rset *o = c->sets[id];
+  if (schd_map_get(&c->byhash, h, &first)) {
+    for (id = (uint32_t)first; id != SCHD_NONE; id = c->chain[id]) {
+      const struct schd_rset *o = c->sets[id];
       uint32_t i;
       if (o->n != n)
         continue;
@@ -368,8 +367,8 @@ static uint32_t intern_reqs(struct sched_rctx *c, const struct sched_req *reqs,
     c->chain = carp_reallocarray(c->chain, c->capsets, sizeof(*c->chain));
   }
   id = c->nsets++;
-  s = sched_alloc(&c->arena, sizeof(*s));
-  copy = sched_memdup(&c->arena, reqs, n * sizeof(*reqs));
+  s = schd_alloc(&c->arena, sizeof(*s));
+  copy = schd_memdup(&c->arena, reqs, n * sizeof(*reqs));
   s->hash = h;
   s->n = n;
   s->reqs = copy;
@@ -379,45 +378,45 @@ static uint32_t intern_reqs(struct sched_rctx *c, const struct sched_req *reqs,
       s->has_min_values = 1;
   c->sets[id] = s;
   c->chain[id] =
-      sched_map_get(&c->byhash, h, &first) ? (uint32_t)first : SCHED_NONE;
-  sched_map_put(&c->byhash, h, id);
+      schd_map_get(&c->byhash, h, &first) ? (uint32_t)first : SCHD_NONE;
+  schd_map_put(&c->byhash, h, id);
   return id;
 }
 
-uint32_t sched_rbuild_intern(struct sched_rctx *c, struct sched_rbuild *b)
+uint32_t schd_rbuild_intern(struct schd_rctx *c, struct schd_rbuild *b)
 {
   return intern_reqs(c, b->r, b->n);
 }
 
-void sched_rctx_init(struct sched_rctx *c)
+void schd_rctx_init(struct schd_rctx *c)
 {
   memset(c, 0, sizeof(*c));
-  sched_intern_init(&c->in);
-  sched_arena_init(&c->arena);
-  sched_map_init(&c->byhash);
-  sched_map_init(&c->memo);
-  sched_map_init(&c->memo_ix);
-  sched_rbuild_init(&c->tmp);
+  schd_intern_init(&c->in);
+  schd_arena_init(&c->arena);
+  schd_map_init(&c->byhash);
+  schd_map_init(&c->memo);
+  schd_map_init(&c->memo_ix);
+  schd_rbuild_init(&c->tmp);
   intern_reqs(c, NULL, 0); /* id 0: no requirement */
-  c->k_hostname = sched_intern(&c->in, CARP_LABEL_HOSTNAME);
-  c->k_zone = sched_intern(&c->in, CARP_LABEL_ZONE);
-  c->k_ct = sched_intern(&c->in, CARP_LABEL_CAPACITY_TYPE);
-  c->k_itype = sched_intern(&c->in, CARP_LABEL_INSTANCE_TYPE);
-  c->k_nodepool = sched_intern(&c->in, CARP_LABEL_NODEPOOL);
-  c->k_cpu = sched_intern(&c->in, CARP_LABEL_INSTANCE_CPU);
-  c->k_mem = sched_intern(&c->in, CARP_LABEL_INSTANCE_MEMORY);
+  c->k_hostname = schd_intern(&c->in, CARP_LABEL_HOSTNAME);
+  c->k_zone = schd_intern(&c->in, CARP_LABEL_ZONE);
+  c->k_ct = schd_intern(&c->in, CARP_LABEL_CAPACITY_TYPE);
+  c->k_itype = schd_intern(&c->in, CARP_LABEL_INSTANCE_TYPE);
+  c->k_nodepool = schd_intern(&c->in, CARP_LABEL_NODEPOOL);
+  c->k_cpu = schd_intern(&c->in, CARP_LABEL_INSTANCE_CPU);
+  c->k_mem = schd_intern(&c->in, CARP_LABEL_INSTANCE_MEMORY);
   /* Not a valid label value, so no pod can select it by name. */
-  c->v_new_host = sched_intern(&c->in, "<new node>");
+  c->v_new_host = schd_intern(&c->in, "<new node>");
 }
 
-void sched_rctx_free(struct sched_rctx *c)
+void schd_rctx_free(struct schd_rctx *c)
 {
-  sched_intern_free(&c->in);
-  sched_arena_free(&c->arena);
-  sched_map_free(&c->byhash);
-  sched_map_free(&c->memo);
-  sched_map_free(&c->memo_ix);
-  sched_rbuild_free(&c->tmp);
+  schd_intern_free(&c->in);
+  schd_arena_free(&c->arena);
+  schd_map_free(&c->byhash);
+  schd_map_free(&c->memo);
+  schd_map_free(&c->memo_ix);
+  schd_rbuild_free(&c->tmp);
   carp_free(c->sets);
   carp_free(c->chain);
   carp_free(c->vtmp);
@@ -426,7 +425,7 @@ void sched_rctx_free(struct sched_rctx *c)
 
 /* ---- set operations ---- */
 
-const struct sched_req *sched_rset_get(const struct sched_rset *s, uint32_t key)
+const struct schd_req *schd_rset_get(const struct schd_rset *s, uint32_t key)
 {
   uint32_t lo = 0, hi = s->n;
   while (lo < hi) {
@@ -442,8 +441,8 @@ const struct sched_req *sched_rset_get(const struct sched_rset *s, uint32_t key)
 }
 
 /* Do a and b (same key) share a state? Without allocating. */
-static int req_meets(const struct sched_rctx *c, const struct sched_req *a,
-                     const struct sched_req *b)
+static int req_meets(const struct schd_rctx *c, const struct schd_req *a,
+                     const struct schd_req *b)
 {
   if (a->missing && b->missing)
     return 1;
@@ -462,8 +461,8 @@ static int req_meets(const struct sched_rctx *c, const struct sched_req *a,
     return hi - lo > 1;
   }
   if (a->complement || b->complement) {
-    const struct sched_req *cm = a->complement ? a : b;
-    const struct sched_req *pl = a->complement ? b : a;
+    const struct schd_req *cm = a->complement ? a : b;
+    const struct schd_req *pl = a->complement ? b : a;
     for (uint32_t i = 0; i < pl->nvals; i++)
       if (comp_allows(c, cm, pl->vals[i]))
         return 1;
@@ -483,20 +482,20 @@ static int req_meets(const struct sched_rctx *c, const struct sched_req *a,
   return 0;
 }
 
-int sched_rset_compatible(const struct sched_rctx *c, uint32_t node,
-                          uint32_t pod, int lenient, uint32_t *badkey)
+int schd_rset_compatible(const struct schd_rctx *c, uint32_t node, uint32_t pod,
+                         int lenient, uint32_t *badkey)
 {
-  const struct sched_rset *n = c->sets[node], *p = c->sets[pod];
+  const struct schd_rset *n = c->sets[node], *p = c->sets[pod];
   uint32_t i = 0, j = 0;
   for (j = 0; j < p->n; j++) {
-    const struct sched_req *pr = &p->reqs[j];
+    const struct schd_req *pr = &p->reqs[j];
     while (i < n->n && n->reqs[i].key < pr->key)
       i++;
     if (i < n->n && n->reqs[i].key == pr->key) {
       if (!req_meets(c, &n->reqs[i], pr))
         goto fail;
     } else if (!pr->missing &&
-               !(lenient && (c->in.flags[pr->key] & SCHED_STR_WELL_KNOWN))) {
+               !(lenient && (c->in.flags[pr->key] & SCHD_STR_WELL_KNOWN))) {
       goto fail;
     }
     continue;
@@ -508,10 +507,10 @@ int sched_rset_compatible(const struct sched_rctx *c, uint32_t node,
   return 1;
 }
 
-int sched_rset_intersects(const struct sched_rctx *c, uint32_t a, uint32_t b,
-                          uint32_t *badkey)
+int schd_rset_intersects(const struct schd_rctx *c, uint32_t a, uint32_t b,
+                         uint32_t *badkey)
 {
-  const struct sched_rset *x = c->sets[a], *y = c->sets[b];
+  const struct schd_rset *x = c->sets[a], *y = c->sets[b];
   uint32_t i = 0, j = 0;
   while (i < x->n && j < y->n) {
     if (x->reqs[i].key == y->reqs[j].key) {
@@ -530,7 +529,7 @@ int sched_rset_intersects(const struct sched_rctx *c, uint32_t a, uint32_t b,
   return 1;
 }
 
-uint32_t sched_rset_intersect(struct sched_rctx *c, uint32_t a, uint32_t b)
+uint32_t schd_rset_intersect(struct schd_rctx *c, uint32_t a, uint32_t b)
 {
   uint64_t key, v;
   uint32_t id;
@@ -539,50 +538,50 @@ uint32_t sched_rset_intersect(struct sched_rctx *c, uint32_t a, uint32_t b)
   if (a == 0)
     return b;
   key = ((uint64_t)a << 32) | b;
-  if (sched_map_get(&c->memo_ix, key, &v))
+  if (schd_map_get(&c->memo_ix, key, &v))
     return (uint32_t)v;
-  sched_rbuild_reset(&c->tmp);
-  sched_rbuild_set(c, &c->tmp, a);
-  sched_rbuild_set(c, &c->tmp, b);
-  id = sched_rbuild_intern(c, &c->tmp);
-  sched_map_put(&c->memo_ix, key, id);
+  schd_rbuild_reset(&c->tmp);
+  schd_rbuild_set(c, &c->tmp, a);
+  schd_rbuild_set(c, &c->tmp, b);
+  id = schd_rbuild_intern(c, &c->tmp);
+  schd_map_put(&c->memo_ix, key, id);
   return id;
 }
 
-uint32_t sched_rset_add(struct sched_rctx *c, uint32_t node, uint32_t pod,
-                        int lenient, uint32_t *badkey)
+uint32_t schd_rset_add(struct schd_rctx *c, uint32_t node, uint32_t pod,
+                       int lenient, uint32_t *badkey)
 {
   uint64_t key = (((uint64_t)node << 32) | pod), v;
-  uint32_t bad = SCHED_NONE, id;
-  struct sched_map *m = &c->memo;
+  uint32_t bad = SCHD_NONE, id;
+  struct schd_map *m = &c->memo;
   if (pod == 0)
     return node;
   /* Separate halves of one map for the two modes. */
   key = lenient ? key : (key ^ ((uint64_t)1 << 63));
-  if (sched_map_get(m, key, &v)) {
+  if (schd_map_get(m, key, &v)) {
     if (v & FAIL_BIT) {
       if (badkey)
         *badkey = (uint32_t)v;
-      return SCHED_NONE;
+      return SCHD_NONE;
     }
     return (uint32_t)v;
   }
-  if (!sched_rset_compatible(c, node, pod, lenient, &bad)) {
-    sched_map_put(m, key, FAIL_BIT | bad);
+  if (!schd_rset_compatible(c, node, pod, lenient, &bad)) {
+    schd_map_put(m, key, FAIL_BIT | bad);
     if (badkey)
       *badkey = bad;
-    return SCHED_NONE;
+    return SCHD_NONE;
   }
-  id = sched_rset_intersect(c, node, pod);
-  sched_map_put(m, key, id);
+  id = schd_rset_intersect(c, node, pod);
+  schd_map_put(m, key, id);
   return id;
 }
 
-int sched_rset_empty(const struct sched_rctx *c, uint32_t id)
+int schd_rset_empty(const struct schd_rctx *c, uint32_t id)
 {
-  const struct sched_rset *s = c->sets[id];
+  const struct schd_rset *s = c->sets[id];
   for (uint32_t i = 0; i < s->n; i++)
-    if (sched_req_empty(&s->reqs[i]))
+    if (schd_req_empty(&s->reqs[i]))
       return 1;
   return 0;
 }
@@ -594,7 +593,7 @@ static int str_cmp(const void *a, const void *b)
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static void put_values(const struct sched_rctx *c, const struct sched_req *r,
+static void put_values(const struct schd_rctx *c, const struct schd_req *r,
                        struct carp_buf *b)
 {
   const char **v = carp_calloc(r->nvals + 1, sizeof(*v));
@@ -611,8 +610,8 @@ static void put_values(const struct sched_rctx *c, const struct sched_req *r,
   carp_free(v);
 }
 
-void sched_req_format(const struct sched_rctx *c, const struct sched_req *r,
-                      struct carp_buf *b)
+void schd_req_format(const struct schd_rctx *c, const struct schd_req *r,
+                     struct carp_buf *b)
 {
   carp_buf_puts(b, c->in.str[r->key]);
   if (!r->complement) {
@@ -653,14 +652,14 @@ void sched_req_format(const struct sched_rctx *c, const struct sched_req *r,
 /* ---- the public wrapper ---- */
 
 struct carp_sched_reqs {
-  struct sched_rctx c;
+  struct schd_rctx c;
   uint32_t set;
 };
 
 struct carp_sched_reqs *carp_sched_reqs_new(void)
 {
   struct carp_sched_reqs *r = CARP_NEW(struct carp_sched_reqs);
-  sched_rctx_init(&r->c);
+  schd_rctx_init(&r->c);
   r->set = 0;
   return r;
 }
@@ -669,7 +668,7 @@ void carp_sched_reqs_free(struct carp_sched_reqs *r)
 {
   if (!r)
     return;
-  sched_rctx_free(&r->c);
+  schd_rctx_free(&r->c);
   carp_free(r);
 }
 
@@ -683,19 +682,19 @@ static int add_copy(struct carp_sched_reqs *r,
   int rc;
   if (!req->key || (req->nvalues && !req->values))
     return CARP_EINVAL;
-  q.key = sched_strdup(&r->c.arena, req->key);
+  q.key = schd_strdup(&r->c.arena, req->key);
   if (req->nvalues) {
-    vals = sched_alloc(&r->c.arena, req->nvalues * sizeof(*vals));
+    vals = schd_alloc(&r->c.arena, req->nvalues * sizeof(*vals));
     for (size_t i = 0; i < req->nvalues; i++)
-      vals[i] = sched_strdup(&r->c.arena, req->values[i]);
+      vals[i] = schd_strdup(&r->c.arena, req->values[i]);
   }
   q.values = vals;
-  sched_rbuild_reset(&r->c.tmp);
-  sched_rbuild_set(&r->c, &r->c.tmp, r->set);
-  rc = sched_rbuild_public(&r->c, &r->c.tmp, &q);
+  schd_rbuild_reset(&r->c.tmp);
+  schd_rbuild_set(&r->c, &r->c.tmp, r->set);
+  rc = schd_rbuild_public(&r->c, &r->c.tmp, &q);
   if (rc < 0)
     return rc;
-  r->set = sched_rbuild_intern(&r->c, &r->c.tmp);
+  r->set = schd_rbuild_intern(&r->c, &r->c.tmp);
   return 0;
 }
 
@@ -726,27 +725,27 @@ int carp_sched_reqs_add_labels(struct carp_sched_reqs *r,
 static uint32_t import_set(struct carp_sched_reqs *dst,
                            const struct carp_sched_reqs *src)
 {
-  const struct sched_rset *s;
-  struct sched_rbuild b;
+  const struct schd_rset *s;
+  struct schd_rbuild b;
   uint32_t id;
   if (dst == src)
     return src->set;
   s = src->c.sets[src->set];
-  sched_rbuild_init(&b);
+  schd_rbuild_init(&b);
   for (uint32_t i = 0; i < s->n; i++) {
-    struct sched_req q = s->reqs[i];
-    uint32_t *v = sched_alloc(&dst->c.arena, (q.nvals + 1) * sizeof(uint32_t));
-    q.key = sched_intern(&dst->c.in,
-                         sched_strdup(&dst->c.arena, src->c.in.str[q.key]));
+    struct schd_req q = s->reqs[i];
+    uint32_t *v = schd_alloc(&dst->c.arena, (q.nvals + 1) * sizeof(uint32_t));
+    q.key = schd_intern(&dst->c.in,
+                        schd_strdup(&dst->c.arena, src->c.in.str[q.key]));
     for (uint32_t k = 0; k < q.nvals; k++)
-      v[k] = sched_intern(
-          &dst->c.in, sched_strdup(&dst->c.arena, src->c.in.str[q.vals[k]]));
+      v[k] = schd_intern(&dst->c.in,
+                         schd_strdup(&dst->c.arena, src->c.in.str[q.vals[k]]));
     qsort(v, q.nvals, sizeof(uint32_t), val_cmp);
     q.vals = v;
-    sched_rbuild_req(&dst->c, &b, &q);
+    schd_rbuild_req(&dst->c, &b, &q);
   }
-  id = sched_rbuild_intern(&dst->c, &b);
-  sched_rbuild_free(&b);
+  id = schd_rbuild_intern(&dst->c, &b);
+  schd_rbuild_free(&b);
   return id;
 }
 
@@ -757,7 +756,7 @@ int carp_sched_reqs_intersect(struct carp_sched_reqs *dst,
   if (!dst || !src)
     return CARP_EINVAL;
   other = import_set(dst, src);
-  dst->set = sched_rset_intersect(&dst->c, dst->set, other);
+  dst->set = schd_rset_intersect(&dst->c, dst->set, other);
   return 0;
 }
 
@@ -766,8 +765,8 @@ int carp_sched_reqs_compatible(const struct carp_sched_reqs *node,
                                unsigned flags, const char **bad_key)
 {
   struct carp_sched_reqs *n = (struct carp_sched_reqs *)node;
-  uint32_t other = import_set(n, pod), bad = SCHED_NONE;
-  int ok = sched_rset_compatible(
+  uint32_t other = import_set(n, pod), bad = SCHD_NONE;
+  int ok = schd_rset_compatible(
       &n->c, n->set, other,
       (flags & CARP_SCHED_ALLOW_UNDEFINED_WELL_KNOWN) != 0, &bad);
   if (!ok && bad_key)
@@ -780,8 +779,8 @@ int carp_sched_reqs_intersects(const struct carp_sched_reqs *a,
                                const char **bad_key)
 {
   struct carp_sched_reqs *x = (struct carp_sched_reqs *)a;
-  uint32_t other = import_set(x, b), bad = SCHED_NONE;
-  int ok = sched_rset_intersects(&x->c, x->set, other, &bad);
+  uint32_t other = import_set(x, b), bad = SCHD_NONE;
+  int ok = schd_rset_intersects(&x->c, x->set, other, &bad);
   if (!ok && bad_key)
     *bad_key = x->c.in.str[bad];
   return ok;
@@ -791,37 +790,37 @@ int carp_sched_reqs_allows(const struct carp_sched_reqs *r, const char *key,
                            const char *value)
 {
   uint32_t k, v;
-  const struct sched_req *q;
+  const struct schd_req *q;
   if (!r || !key)
     return 0;
-  k = sched_intern_find(&r->c.in, key);
-  if (k == SCHED_NONE)
+  k = schd_intern_find(&r->c.in, key);
+  if (k == SCHD_NONE)
     return 1;
-  q = sched_rset_get(r->c.sets[r->set], k);
+  q = schd_rset_get(r->c.sets[r->set], k);
   if (!q)
     return 1;
   if (!value)
     return q->missing;
-  v = sched_intern_find(&r->c.in, value);
-  if (v == SCHED_NONE) {
+  v = schd_intern_find(&r->c.in, value);
+  if (v == SCHD_NONE) {
     /* A value never seen: allowed only by a complement, bounds permitting. */
     int64_t iv;
     if (!q->complement)
       return 0;
     if (!q->has_gt && !q->has_lt)
       return 1;
-    if (sched_parse_int(value, &iv) != 0)
+    if (schd_parse_int(value, &iv) != 0)
       return 0;
     return (!q->has_gt || iv > q->gt) && (!q->has_lt || iv < q->lt);
   }
-  return sched_req_allows(&r->c, q, v);
+  return schd_req_allows(&r->c, q, v);
 }
 
 int carp_sched_reqs_matches(const struct carp_sched_reqs *r,
                             const struct carp_sched_label *labels,
                             size_t nlabels)
 {
-  const struct sched_rset *s;
+  const struct schd_rset *s;
   if (!r)
     return 0;
   s = r->c.sets[r->set];
@@ -840,7 +839,7 @@ int carp_sched_reqs_matches(const struct carp_sched_reqs *r,
 
 int carp_sched_reqs_empty(const struct carp_sched_reqs *r)
 {
-  return r ? sched_rset_empty(&r->c, r->set) : 1;
+  return r ? schd_rset_empty(&r->c, r->set) : 1;
 }
 
 size_t carp_sched_reqs_len(const struct carp_sched_reqs *r)
@@ -850,9 +849,9 @@ size_t carp_sched_reqs_len(const struct carp_sched_reqs *r)
 
 static int req_name_cmp(const void *a, const void *b, void *arg)
 {
-  const struct sched_rctx *c = arg;
-  const struct sched_req *x = *(const struct sched_req *const *)a;
-  const struct sched_req *y = *(const struct sched_req *const *)b;
+  const struct schd_rctx *c = arg;
+  const struct schd_req *x = *(const struct schd_req *const *)a;
+  const struct schd_req *y = *(const struct schd_req *const *)b;
   return strcmp(c->in.str[x->key], c->in.str[y->key]);
 }
 
@@ -860,8 +859,8 @@ size_t carp_sched_reqs_format(const struct carp_sched_reqs *r, char *buf,
                               size_t cap)
 {
   struct carp_buf b;
-  const struct sched_rset *s;
-  const struct sched_req **order;
+  const struct schd_rset *s;
+  const struct schd_req **order;
   size_t len;
   if (!r)
     return 0;
@@ -874,7 +873,7 @@ size_t carp_sched_reqs_format(const struct carp_sched_reqs *r, char *buf,
   for (uint32_t i = 0; i < s->n; i++) {
     if (i)
       carp_buf_puts(&b, ", ");
-    sched_req_format(&r->c, order[i], &b);
+    schd_req_format(&r->c, order[i], &b);
   }
   len = b.len;
   if (cap) {
@@ -891,8 +890,8 @@ int carp_sched_int_matches(enum carp_sched_op op, const char *bound,
                            const char *value)
 {
   int64_t b, v;
-  if (!bound || !value || sched_parse_int(bound, &b) != 0 ||
-      sched_parse_int(value, &v) != 0)
+  if (!bound || !value || schd_parse_int(bound, &b) != 0 ||
+      schd_parse_int(value, &v) != 0)
     return 0;
   switch (op) {
   case CARP_SCHED_OP_GT:

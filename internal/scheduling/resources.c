@@ -11,11 +11,11 @@
 
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
-#include "sched_int.h"
+#include "schd_int.h"
 
 /* Dimensions are few (four fixed plus a handful of extended resources), so
  * a linear scan, pointer equality first, beats hashing every name. */
-static int dim_find(const struct sched_solver *s, const char *name)
+static int dim_find(const struct schd_solver *s, const char *name)
 {
   for (uint32_t d = 0; d < s->R; d++)
     if (s->dim_names[d] == name)
@@ -26,7 +26,7 @@ static int dim_find(const struct sched_solver *s, const char *name)
   return -1;
 }
 
-static void dim_add(struct sched_solver *s, const char *name)
+static void dim_add(struct schd_solver *s, const char *name)
 {
   if (!name || dim_find(s, name) >= 0 || strcmp(name, CARP_RESOURCE_NODES) == 0)
     return;
@@ -36,14 +36,14 @@ static void dim_add(struct sched_solver *s, const char *name)
   s->R++;
 }
 
-static void dims_list(struct sched_solver *s,
+static void dims_list(struct schd_solver *s,
                       const struct carp_sched_quantity *q, size_t n)
 {
   for (size_t i = 0; i < n; i++)
     dim_add(s, q[i].name);
 }
 
-int sched_dims_setup(struct sched_solver *s)
+int schd_dims_setup(struct schd_solver *s)
 {
   const struct carp_sched_problem *p = s->p;
   s->R = 0;
@@ -68,23 +68,23 @@ int sched_dims_setup(struct sched_solver *s)
   return 0;
 }
 
-int sched_dim(const struct sched_solver *s, const char *name)
+int schd_dim(const struct schd_solver *s, const char *name)
 {
   return name ? dim_find(s, name) : -1;
 }
 
-void sched_vec_add(const struct sched_solver *s, int64_t *v,
-                   const struct carp_sched_quantity *q, size_t n, int sign)
+void schd_vec_add(const struct schd_solver *s, int64_t *v,
+                  const struct carp_sched_quantity *q, size_t n, int sign)
 {
   for (size_t i = 0; i < n; i++) {
-    int d = sched_dim(s, q[i].name);
+    int d = schd_dim(s, q[i].name);
     if (d >= 0)
       v[d] += sign * q[i].milli;
   }
 }
 
-int64_t sched_fit_count(const struct sched_solver *s, const int64_t *used,
-                        const int64_t *req, const int64_t *cap, int64_t kmax)
+int64_t schd_fit_count(const struct schd_solver *s, const int64_t *used,
+                       const int64_t *req, const int64_t *cap, int64_t kmax)
 {
   int64_t k = kmax;
   for (uint32_t r = 0; r < s->R && k > 0; r++) {
@@ -100,9 +100,9 @@ int64_t sched_fit_count(const struct sched_solver *s, const int64_t *used,
   return k;
 }
 
-void sched_opts_shrink(const struct sched_solver *s,
-                       const struct sched_pool *pool, const uint32_t *thr,
-                       const int64_t *used, uint64_t *out, uint32_t *newthr)
+void schd_opts_shrink(const struct schd_solver *s, const struct schd_pool *pool,
+                      const uint32_t *thr, const int64_t *used, uint64_t *out,
+                      uint32_t *newthr)
 {
   const uint32_t R = s->R;
   for (uint32_t r = 0; r < R; r++) {

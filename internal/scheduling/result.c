@@ -14,7 +14,7 @@
 
 #include "carpenter/alloc.h"
 #include "carpenter/buf.h"
-#include "sched_int.h"
+#include "schd_int.h"
 
 static const char *const reason_names[] = {
     [CARP_SCHED_REASON_NONE] = "None",
@@ -52,9 +52,9 @@ static const char *effect_name(enum carp_sched_effect e)
   }
 }
 
-static const char *copy(struct sched_arena *a, const char *s)
+static const char *copy(struct schd_arena *a, const char *s)
 {
-  return sched_strdup(a, s ? s : "");
+  return schd_strdup(a, s ? s : "");
 }
 
 /* ---- requirements in NodeClaim form ---- */
@@ -64,12 +64,12 @@ struct req_out {
   size_t n, cap;
 };
 
-static void emit(struct sched_arena *a, struct req_out *o, const char *key,
+static void emit(struct schd_arena *a, struct req_out *o, const char *key,
                  enum carp_sched_op op, const char **vals, size_t nvals,
                  int32_t *minv)
 {
   struct carp_sched_requirement *q;
-  SCHED_GROW(o->r, o->n, o->cap);
+  SCHD_GROW(o->r, o->n, o->cap);
   q = &o->r[o->n++];
   q->key = key;
   q->op = op;
@@ -87,17 +87,17 @@ static int cstr_cmp(const void *a, const void *b)
 
 static int req_key_cmp(const void *a, const void *b, void *arg)
 {
-  const struct sched_rctx *c = arg;
-  const struct sched_req *x = *(const struct sched_req *const *)a;
-  const struct sched_req *y = *(const struct sched_req *const *)b;
+  const struct schd_rctx *c = arg;
+  const struct schd_req *x = *(const struct schd_req *const *)a;
+  const struct schd_req *y = *(const struct schd_req *const *)b;
   return strcmp(c->in.str[x->key], c->in.str[y->key]);
 }
 
-static void requirements_out(struct sched_solver *s, struct sched_arena *a,
+static void requirements_out(struct schd_solver *s, struct schd_arena *a,
                              uint32_t rset, struct carp_sched_claim *c)
 {
-  const struct sched_rset *rs = sched_rset(&s->rc, rset);
-  const struct sched_req **order = carp_calloc(rs->n + 1, sizeof(*order));
+  const struct schd_rset *rs = schd_rset(&s->rc, rset);
+  const struct schd_req **order = carp_calloc(rs->n + 1, sizeof(*order));
   struct req_out o = {NULL, 0, 0};
   uint32_t n = 0;
   for (uint32_t i = 0; i < rs->n; i++)
@@ -105,9 +105,9 @@ static void requirements_out(struct sched_solver *s, struct sched_arena *a,
       order[n++] = &rs->reqs[i];
   qsort_r(order, n, sizeof(*order), req_key_cmp, &s->rc);
   for (uint32_t i = 0; i < n; i++) {
-    const struct sched_req *q = order[i];
+    const struct schd_req *q = order[i];
     const char *key = copy(a, s->rc.in.str[q->key]);
-    const char **vals = sched_alloc(a, (q->nvals + 1) * sizeof(*vals));
+    const char **vals = schd_alloc(a, (q->nvals + 1) * sizeof(*vals));
     int32_t minv = q->min_values;
     char num[32];
     size_t before = o.n;
@@ -128,20 +128,20 @@ static void requirements_out(struct sched_solver *s, struct sched_arena *a,
     if (q->nvals)
       emit(a, &o, key, CARP_SCHED_OP_NOT_IN, vals, q->nvals, &minv);
     if (q->has_gt) {
-      const char **v = sched_alloc(a, sizeof(*v));
+      const char **v = schd_alloc(a, sizeof(*v));
       snprintf(num, sizeof(num), "%lld", (long long)q->gt);
       v[0] = copy(a, num);
       emit(a, &o, key, CARP_SCHED_OP_GT, v, 1, &minv);
     }
     if (q->has_lt) {
-      const char **v = sched_alloc(a, sizeof(*v));
+      const char **v = schd_alloc(a, sizeof(*v));
       snprintf(num, sizeof(num), "%lld", (long long)q->lt);
       v[0] = copy(a, num);
       emit(a, &o, key, CARP_SCHED_OP_LT, v, 1, &minv);
     }
     (void)before;
   }
-  c->requirements = sched_memdup(a, o.r, (o.n + 1) * sizeof(*o.r));
+  c->requirements = schd_memdup(a, o.r, (o.n + 1) * sizeof(*o.r));
   c->nrequirements = o.n;
   carp_free(o.r);
   carp_free(order);
@@ -179,12 +179,12 @@ struct shared_opts {
 };
 
 struct out_ctx {
-  struct sched_arena *a;
-  struct sched_map reqs; /* rset -> index in req_sets */
+  struct schd_arena *a;
+  struct schd_map reqs; /* rset -> index in req_sets */
   struct carp_sched_claim *req_sets;
   size_t nreq_sets, capreq_sets;
-  struct sched_map opts;   /* hash -> struct shared_opts * */
-  struct sched_map sorted; /* rset -> struct by_price * */
+  struct schd_map opts;   /* hash -> struct shared_opts * */
+  struct schd_map sorted; /* rset -> struct by_price * */
 };
 
 /* Every type a claim's requirements allow, by price: computed once per
@@ -194,23 +194,22 @@ struct by_price {
   size_t n;
 };
 
-static const struct by_price *sorted_for(struct sched_solver *s,
-                                         struct out_ctx *oc,
-                                         const struct sched_bin *b)
+static const struct by_price *
+sorted_for(struct schd_solver *s, struct out_ctx *oc, const struct schd_bin *b)
 {
   uint64_t v;
   struct by_price *bp;
   const uint64_t *compat;
   size_t n = 0;
-  if (sched_map_get(&oc->sorted, b->rset, &v))
+  if (schd_map_get(&oc->sorted, b->rset, &v))
     return (const struct by_price *)(uintptr_t)v;
-  compat = sched_pool_compat(s, &s->pools[b->pool], b->rset);
-  bp = sched_zalloc(&s->arena, sizeof(*bp));
-  bp->o = sched_alloc(&s->arena,
-                      (bs_count(compat, s->twords) + 1) * sizeof(*bp->o));
+  compat = schd_pool_compat(s, &s->pools[b->pool], b->rset);
+  bp = schd_zalloc(&s->arena, sizeof(*bp));
+  bp->o =
+      schd_alloc(&s->arena, (bs_count(compat, s->twords) + 1) * sizeof(*bp->o));
   for (size_t t = bs_next(compat, s->twords, 0); t != SIZE_MAX;
        t = bs_next(compat, s->twords, t + 1)) {
-    double pr = sched_type_price(s, (uint32_t)t, b->rset);
+    double pr = schd_type_price(s, (uint32_t)t, b->rset);
     if (isinf(pr))
       continue;
     bp->o[n].t = (uint32_t)t;
@@ -220,33 +219,32 @@ static const struct by_price *sorted_for(struct sched_solver *s,
   }
   qsort(bp->o, n, sizeof(*bp->o), opt_cmp);
   bp->n = n;
-  sched_map_put(&oc->sorted, b->rset, (uint64_t)(uintptr_t)bp);
+  schd_map_put(&oc->sorted, b->rset, (uint64_t)(uintptr_t)bp);
   return bp;
 }
 
-static const struct shared_opts *options_of(struct sched_solver *s,
-                                            struct out_ctx *oc,
-                                            const struct sched_bin *b)
+static const struct shared_opts *
+options_of(struct schd_solver *s, struct out_ctx *oc, const struct schd_bin *b)
 {
-  uint64_t h = sched_hash_bytes(sched_mix(0x6f707473, b->rset), b->opts,
-                                s->twords * sizeof(uint64_t));
+  uint64_t h = schd_hash_bytes(schd_mix(0x6f707473, b->rset), b->opts,
+                               s->twords * sizeof(uint64_t));
   uint64_t v;
   struct shared_opts *so = NULL, *head = NULL;
   const struct by_price *bp;
   size_t k = 0;
   if (h == UINT64_MAX)
     h--;
-  if (sched_map_get(&oc->opts, h, &v))
+  if (schd_map_get(&oc->opts, h, &v))
     for (head = so = (struct shared_opts *)(uintptr_t)v; so; so = so->next)
       if (so->rset == b->rset &&
           memcmp(so->opts, b->opts, s->twords * sizeof(uint64_t)) == 0)
         return so;
   bp = sorted_for(s, oc, b);
-  so = sched_zalloc(oc->a, sizeof(*so));
+  so = schd_zalloc(oc->a, sizeof(*so));
   so->rset = b->rset;
-  so->opts = sched_memdup(oc->a, b->opts, s->twords * sizeof(uint64_t));
-  so->types = sched_alloc(oc->a, (bp->n + 1) * sizeof(uint32_t));
-  so->prices = sched_alloc(oc->a, (bp->n + 1) * sizeof(double));
+  so->opts = schd_memdup(oc->a, b->opts, s->twords * sizeof(uint64_t));
+  so->types = schd_alloc(oc->a, (bp->n + 1) * sizeof(uint32_t));
+  so->prices = schd_alloc(oc->a, (bp->n + 1) * sizeof(double));
   for (size_t i = 0; i < bp->n; i++)
     if (bs_get(b->opts, bp->o[i].t)) {
       so->types[k] = bp->o[i].t;
@@ -255,14 +253,14 @@ static const struct shared_opts *options_of(struct sched_solver *s,
     }
   so->n = k;
   so->next = head;
-  sched_map_put(&oc->opts, h, (uint64_t)(uintptr_t)so);
+  schd_map_put(&oc->opts, h, (uint64_t)(uintptr_t)so);
   return so;
 }
 
-static void claim_out(struct sched_solver *s, struct out_ctx *oc,
-                      const struct sched_bin *b, struct carp_sched_claim *c)
+static void claim_out(struct schd_solver *s, struct out_ctx *oc,
+                      const struct schd_bin *b, struct carp_sched_claim *c)
 {
-  const struct sched_pool *pool = &s->pools[b->pool];
+  const struct schd_pool *pool = &s->pools[b->pool];
   const uint32_t R = s->R;
   const struct shared_opts *so = options_of(s, oc, b);
   struct carp_sched_quantity *q;
@@ -270,11 +268,11 @@ static void claim_out(struct sched_solver *s, struct out_ctx *oc,
   uint64_t v;
 
   c->nodepool = pool->idx;
-  if (!sched_map_get(&oc->reqs, b->rset, &v)) {
-    SCHED_GROW(oc->req_sets, oc->nreq_sets, oc->capreq_sets);
+  if (!schd_map_get(&oc->reqs, b->rset, &v)) {
+    SCHD_GROW(oc->req_sets, oc->nreq_sets, oc->capreq_sets);
     requirements_out(s, oc->a, b->rset, &oc->req_sets[oc->nreq_sets]);
     v = oc->nreq_sets++;
-    sched_map_put(&oc->reqs, b->rset, v);
+    schd_map_put(&oc->reqs, b->rset, v);
   }
   c->requirements = oc->req_sets[v].requirements;
   c->nrequirements = oc->req_sets[v].nrequirements;
@@ -282,7 +280,7 @@ static void claim_out(struct sched_solver *s, struct out_ctx *oc,
   c->prices = so->prices;
   c->ninstance_types = so->n;
   c->price = so->n ? so->prices[0] : 0;
-  q = sched_alloc(oc->a, (R + 1) * sizeof(*q));
+  q = schd_alloc(oc->a, (R + 1) * sizeof(*q));
   for (uint32_t r = 0; r < R; r++) {
     int64_t amount =
         b->used[r] + (so->n ? pool->daemon[(size_t)so->types[0] * R + r] : 0);
@@ -298,11 +296,11 @@ static void claim_out(struct sched_solver *s, struct out_ctx *oc,
 
 /* ---- refusals ---- */
 
-static void refusal_text(struct sched_solver *s, const struct sched_refusal *f,
+static void refusal_text(struct schd_solver *s, const struct schd_refusal *f,
                          struct carp_buf *b, const char **detail,
-                         struct sched_arena *a)
+                         struct schd_arena *a)
 {
-  const char *key = f->detail != SCHED_NONE &&
+  const char *key = f->detail != SCHD_NONE &&
                             f->reason != CARP_SCHED_REASON_RESOURCES &&
                             f->reason != CARP_SCHED_REASON_LIMIT &&
                             f->reason != CARP_SCHED_REASON_HOST_PORT
@@ -312,9 +310,9 @@ static void refusal_text(struct sched_solver *s, const struct sched_refusal *f,
   char num[32];
   if (f->reason == CARP_SCHED_REASON_RESOURCES ||
       f->reason == CARP_SCHED_REASON_LIMIT)
-    dim = f->detail == SCHED_NONE ? NULL
-          : f->detail == s->R     ? CARP_RESOURCE_NODES
-                                  : s->dim_names[f->detail];
+    dim = f->detail == SCHD_NONE ? NULL
+          : f->detail == s->R    ? CARP_RESOURCE_NODES
+                                 : s->dim_names[f->detail];
   *detail = NULL;
   switch (f->reason) {
   case CARP_SCHED_REASON_REQUIREMENT:
@@ -325,7 +323,7 @@ static void refusal_text(struct sched_solver *s, const struct sched_refusal *f,
     *detail = key;
     break;
   case CARP_SCHED_REASON_TAINT: {
-    const struct sched_taintset *ts = &s->tsets[f->a];
+    const struct schd_taintset *ts = &s->tsets[f->a];
     const struct carp_sched_taint *t = &ts->t[f->b];
     carp_buf_printf(b, "did not tolerate taint \"%s", t->key ? t->key : "");
     if (t->value && *t->value)
@@ -337,7 +335,7 @@ static void refusal_text(struct sched_solver *s, const struct sched_refusal *f,
   case CARP_SCHED_REASON_HOST_PORT:
     snprintf(num, sizeof(num), "%u", f->detail);
     carp_buf_printf(b, "host port %s is taken by a DaemonSet pod", num);
-    *detail = sched_strdup(a, num);
+    *detail = schd_strdup(a, num);
     break;
   case CARP_SCHED_REASON_LIMIT:
     carp_buf_printf(b, "would exceed the nodepool's %s limit",
@@ -383,14 +381,14 @@ static void refusal_text(struct sched_solver *s, const struct sched_refusal *f,
   }
 }
 
-static void unschedulable_out(struct sched_solver *s, struct sched_arena *a,
-                              const struct sched_group *g,
+static void unschedulable_out(struct schd_solver *s, struct schd_arena *a,
+                              const struct schd_group *g,
                               struct carp_sched_unschedulable *u)
 {
   const struct carp_sched_problem *p = s->p;
   struct carp_buf line, one;
   struct carp_sched_refusal *refs =
-      sched_zalloc(a, (s->npools + 1) * sizeof(*refs));
+      schd_zalloc(a, (s->npools + 1) * sizeof(*refs));
   size_t n = 0;
   carp_buf_init(&line, CARP_BUF_UNLIMITED);
   carp_buf_init(&one, CARP_BUF_UNLIMITED);
@@ -420,25 +418,25 @@ static void unschedulable_out(struct sched_solver *s, struct sched_arena *a,
   carp_buf_free(&one);
 }
 
-int sched_result_build(struct sched_solver *s, struct carp_sched_result *r)
+int schd_result_build(struct schd_solver *s, struct carp_sched_result *r)
 {
   const struct carp_sched_problem *p = s->p;
-  struct sched_arena *a = carp_malloc(sizeof(*a));
+  struct schd_arena *a = carp_malloc(sizeof(*a));
   uint32_t *claim_of = carp_calloc(s->nbins + 1, sizeof(uint32_t));
   uint32_t *fill;
   size_t nclaims = 0, nuns = 0;
 
-  sched_arena_init(a);
+  schd_arena_init(a);
   r->priv = a;
-  r->assignments = sched_zalloc(a, (p->npods + 1) * sizeof(*r->assignments));
+  r->assignments = schd_zalloc(a, (p->npods + 1) * sizeof(*r->assignments));
   for (uint32_t bi = 0; bi < s->nbins; bi++)
     claim_of[bi] =
-        s->bins[bi].kind == BIN_CLAIM ? (uint32_t)nclaims++ : SCHED_NONE;
-  r->claims = sched_zalloc(a, (nclaims + 1) * sizeof(*r->claims));
+        s->bins[bi].kind == BIN_CLAIM ? (uint32_t)nclaims++ : SCHD_NONE;
+  r->claims = schd_zalloc(a, (nclaims + 1) * sizeof(*r->claims));
   r->nclaims = nclaims;
   for (size_t i = 0; i < p->npods; i++) {
     uint32_t bi = s->assign[i];
-    if (bi == SCHED_NONE) {
+    if (bi == SCHD_NONE) {
       nuns++;
       continue;
     }
@@ -455,7 +453,7 @@ int sched_result_build(struct sched_solver *s, struct carp_sched_result *r)
   fill = carp_calloc(nclaims + 1, sizeof(uint32_t));
   for (size_t c = 0; c < nclaims; c++)
     r->claims[c].pods =
-        sched_alloc(a, (r->claims[c].npods + 1) * sizeof(uint32_t));
+        schd_alloc(a, (r->claims[c].npods + 1) * sizeof(uint32_t));
   for (size_t i = 0; i < p->npods; i++)
     if (r->assignments[i].target == CARP_SCHED_ON_CLAIM) {
       uint32_t c = r->assignments[i].index;
@@ -465,35 +463,35 @@ int sched_result_build(struct sched_solver *s, struct carp_sched_result *r)
   r->price = 0;
   {
     struct out_ctx oc;
-    const char **names = sched_alloc(a, (s->R + 1) * sizeof(*names));
+    const char **names = schd_alloc(a, (s->R + 1) * sizeof(*names));
     memset(&oc, 0, sizeof(oc));
     oc.a = a;
-    sched_map_init(&oc.reqs);
-    sched_map_init(&oc.opts);
-    sched_map_init(&oc.sorted);
+    schd_map_init(&oc.reqs);
+    schd_map_init(&oc.opts);
+    schd_map_init(&oc.sorted);
     for (uint32_t d = 0; d < s->R; d++)
       names[d] = copy(a, s->dim_names[d]);
     for (uint32_t bi = 0; bi < s->nbins; bi++) {
       struct carp_sched_claim *c;
-      if (claim_of[bi] == SCHED_NONE)
+      if (claim_of[bi] == SCHD_NONE)
         continue;
       c = &r->claims[claim_of[bi]];
       claim_out(s, &oc, &s->bins[bi], c);
       for (size_t k = 0; k < c->nrequests; k++)
         ((struct carp_sched_quantity *)c->requests)[k].name =
-            names[sched_dim(s, c->requests[k].name)];
+            names[schd_dim(s, c->requests[k].name)];
       r->price += c->price;
     }
-    sched_map_free(&oc.reqs);
-    sched_map_free(&oc.opts);
-    sched_map_free(&oc.sorted);
+    schd_map_free(&oc.reqs);
+    schd_map_free(&oc.opts);
+    schd_map_free(&oc.sorted);
     carp_free(oc.req_sets);
   }
   carp_free(claim_of);
-  r->unschedulable = sched_zalloc(a, (nuns + 1) * sizeof(*r->unschedulable));
+  r->unschedulable = schd_zalloc(a, (nuns + 1) * sizeof(*r->unschedulable));
   for (size_t i = 0; i < p->npods; i++) {
     struct carp_sched_unschedulable *u;
-    if (s->assign[i] != SCHED_NONE)
+    if (s->assign[i] != SCHD_NONE)
       continue;
     u = &r->unschedulable[r->nunschedulable++];
     u->pod = (uint32_t)i;
@@ -507,7 +505,7 @@ void carp_sched_result_free(struct carp_sched_result *r)
   if (!r)
     return;
   if (r->priv) {
-    sched_arena_free(r->priv);
+    schd_arena_free(r->priv);
     carp_free(r->priv);
   }
   carp_free(r);

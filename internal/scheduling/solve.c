@@ -24,21 +24,21 @@
 
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
-#include "sched_int.h"
+#include "schd_int.h"
 
-void sched_reject(struct sched_solver *s, struct sched_group *g, uint32_t bi)
+void schd_reject(struct schd_solver *s, struct schd_group *g, uint32_t bi)
 {
   if (!g->rej)
-    sched_breg(s, &g->rej);
+    schd_breg(s, &g->rej);
   bs_set(g->rej, bi);
 }
 
-void sched_refuse(struct sched_solver *s, struct sched_group *g, uint32_t pool,
-                  uint8_t reason, uint32_t detail, uint32_t a, uint32_t b)
+void schd_refuse(struct schd_solver *s, struct schd_group *g, uint32_t pool,
+                 uint8_t reason, uint32_t detail, uint32_t a, uint32_t b)
 {
   if (!g->ref) {
-    g->ref = sched_zalloc(&s->arena, (s->npools + 1) * sizeof(*g->ref));
-    g->ref_set = sched_zalloc(&s->arena, s->npools + 1);
+    g->ref = schd_zalloc(&s->arena, (s->npools + 1) * sizeof(*g->ref));
+    g->ref_set = schd_zalloc(&s->arena, s->npools + 1);
   }
   g->ref[pool].reason = reason;
   g->ref[pool].detail = detail;
@@ -47,21 +47,21 @@ void sched_refuse(struct sched_solver *s, struct sched_group *g, uint32_t pool,
   g->ref_set[pool] = 1;
 }
 
-uint32_t sched_try_place(struct sched_solver *s, struct sched_group *g,
-                         uint32_t bi, uint32_t kmax, struct sched_fail *f)
+uint32_t schd_try_place(struct schd_solver *s, struct schd_group *g,
+                        uint32_t bi, uint32_t kmax, struct schd_fail *f)
 {
-  struct sched_bin *b = &s->bins[bi];
+  struct schd_bin *b = &s->bins[bi];
   const uint32_t R = s->R;
-  uint32_t rs, rs0, bad = SCHED_NONE, k = 0;
+  uint32_t rs, rs0, bad = SCHD_NONE, k = 0;
   int lenient = b->kind == BIN_CLAIM, mono_after;
 
   f->monotone = 1;
-  f->detail = SCHED_NONE;
+  f->detail = SCHD_NONE;
   if (g->bad) {
     f->reason = CARP_SCHED_REASON_REQUIREMENT;
     return 0;
   }
-  if (!sched_group_tolerates(s, g, b->taintset, NULL)) {
+  if (!schd_group_tolerates(s, g, b->taintset, NULL)) {
     f->reason = CARP_SCHED_REASON_TAINT;
     return 0;
   }
@@ -69,14 +69,14 @@ uint32_t sched_try_place(struct sched_solver *s, struct sched_group *g,
     uint32_t port;
     kmax = 1;
     if (b->nports &&
-        sched_ports_conflict(g->ports, g->nports, b->ports, b->nports, &port)) {
+        schd_ports_conflict(g->ports, g->nports, b->ports, b->nports, &port)) {
       f->reason = CARP_SCHED_REASON_HOST_PORT;
       f->detail = port;
       return 0;
     }
   }
-  rs = sched_rset_add(&s->rc, b->rset, g->rset, lenient, &bad);
-  if (rs == SCHED_NONE) {
+  rs = schd_rset_add(&s->rc, b->rset, g->rset, lenient, &bad);
+  if (rs == SCHD_NONE) {
     f->reason = CARP_SCHED_REASON_REQUIREMENT;
     f->detail = bad;
     return 0;
@@ -86,7 +86,7 @@ uint32_t sched_try_place(struct sched_solver *s, struct sched_group *g,
     uint8_t reason;
     uint32_t key;
     int mono;
-    if (!sched_topology_check(s, g, bi, &rs, &reason, &key, &mono)) {
+    if (!schd_topology_check(s, g, bi, &rs, &reason, &key, &mono)) {
       f->reason = reason;
       f->detail = key;
       f->monotone = mono;
@@ -96,15 +96,15 @@ uint32_t sched_try_place(struct sched_solver *s, struct sched_group *g,
   /* A refusal caused by a domain the topology picked may change later. */
   mono_after = rs == rs0;
   if (b->kind != BIN_CLAIM) {
-    k = (uint32_t)sched_fit_count(s, b->used, g->req, b->alloc, kmax);
+    k = (uint32_t)schd_fit_count(s, b->used, g->req, b->alloc, kmax);
     if (!k) {
       f->reason = CARP_SCHED_REASON_RESOURCES;
       f->monotone = mono_after;
       return 0;
     }
   } else {
-    struct sched_pool *pool = &s->pools[b->pool];
-    const uint64_t *compat = sched_pool_compat(s, pool, rs);
+    struct schd_pool *pool = &s->pools[b->pool];
+    const uint64_t *compat = schd_pool_compat(s, pool, rs);
     int any = 0;
     for (size_t w = 0; w < s->twords; w++) {
       s->scr[w] = b->opts[w] & compat[w];
@@ -119,8 +119,7 @@ uint32_t sched_try_place(struct sched_solver *s, struct sched_group *g,
       int64_t best = 0;
       for (size_t t = bs_next(s->scr, s->twords, 0); t != SIZE_MAX;
            t = bs_next(s->scr, s->twords, t + 1)) {
-        int64_t c =
-            sched_fit_count(s, b->used, g->req, &pool->cap[t * R], kmax);
+        int64_t c = schd_fit_count(s, b->used, g->req, &pool->cap[t * R], kmax);
         if (c > best) {
           best = c;
           if (best == kmax)
@@ -135,7 +134,7 @@ uint32_t sched_try_place(struct sched_solver *s, struct sched_group *g,
       for (uint32_t r = 0; r < R; r++)
         s->vtmp[r] = b->used[r] + (int64_t)k * g->req[r];
       memcpy(s->scr2, s->scr, s->twords * sizeof(uint64_t));
-      sched_opts_shrink(s, pool, b->thr, s->vtmp, s->scr2, s->thrtmp);
+      schd_opts_shrink(s, pool, b->thr, s->vtmp, s->scr2, s->thrtmp);
       if (!bs_any(s->scr2, s->twords))
         k = 0;
     }
@@ -144,8 +143,8 @@ uint32_t sched_try_place(struct sched_solver *s, struct sched_group *g,
       f->monotone = mono_after;
       return 0;
     }
-    if (sched_rset(&s->rc, rs)->has_min_values &&
-        !sched_min_values_ok(s, rs, s->scr2, &bad)) {
+    if (schd_rset(&s->rc, rs)->has_min_values &&
+        !schd_min_values_ok(s, rs, s->scr2, &bad)) {
       f->reason = CARP_SCHED_REASON_MIN_VALUES;
       f->detail = bad;
       f->monotone = mono_after;
@@ -156,35 +155,35 @@ uint32_t sched_try_place(struct sched_solver *s, struct sched_group *g,
   /* commit */
   if (b->kind != BIN_NODE && rs != b->rset) {
     b->rset = rs;
-    sched_bin_settle(s, bi);
+    schd_bin_settle(s, bi);
   }
   for (uint32_t r = 0; r < R; r++)
     b->used[r] += (int64_t)k * g->req[r];
   if (b->kind == BIN_CLAIM) {
     memcpy(b->opts, s->scr2, s->twords * sizeof(uint64_t));
     memcpy(b->thr, s->thrtmp, R * sizeof(uint32_t));
-    sched_claim_reserve(s, b);
+    schd_claim_reserve(s, b);
   }
   if (g->nports)
-    sched_bin_add_ports(b, g->ports, g->nports);
+    schd_bin_add_ports(b, g->ports, g->nports);
   b->npods += k;
   for (uint32_t i = 0; i < k; i++)
     s->assign[g->pods[g->next++]] = bi;
-  sched_record(s, g, bi, k);
+  schd_record(s, g, bi, k);
   for (uint32_t i = 0; i < g->nrules; i++)
     if (g->rules[i].type == TG_SPREAD && s->tgs[g->rules[i].tg].hostname)
       bs_set(s->tgs[g->rules[i].tg].owned, bi);
-  if (sched_bin_full(s, b))
+  if (schd_bin_full(s, b))
     bs_clr(s->open, bi);
   return k;
 }
 
 /* The dimension no compatible type has enough of, for a refusal. */
-static uint32_t short_dim(struct sched_solver *s, struct sched_pool *pool,
-                          struct sched_group *g, uint32_t rs)
+static uint32_t short_dim(struct schd_solver *s, struct schd_pool *pool,
+                          struct schd_group *g, uint32_t rs)
 {
   const uint32_t R = s->R;
-  const uint64_t *compat = sched_pool_compat(s, pool, rs);
+  const uint64_t *compat = schd_pool_compat(s, pool, rs);
   for (uint32_t r = 0; r < R; r++) {
     int64_t mx = INT64_MIN;
     if (g->req[r] <= 0)
@@ -196,65 +195,65 @@ static uint32_t short_dim(struct sched_solver *s, struct sched_pool *pool,
     if (mx < g->req[r])
       return r;
   }
-  return SCHED_NONE;
+  return SCHD_NONE;
 }
 
-uint32_t sched_open_claim(struct sched_solver *s, struct sched_group *g,
-                          uint32_t kmax)
+uint32_t schd_open_claim(struct schd_solver *s, struct schd_group *g,
+                         uint32_t kmax)
 {
   const uint32_t R = s->R;
   const struct carp_sched_problem *p = s->p;
   if (p->no_new_claims || (p->max_new_claims && s->nnew >= p->max_new_claims)) {
     for (uint32_t pi = 0; pi < s->npools; pi++)
-      sched_refuse(s, g, pi, CARP_SCHED_REASON_CLAIM_LIMIT, SCHED_NONE, 0, 0);
-    return SCHED_NONE;
+      schd_refuse(s, g, pi, CARP_SCHED_REASON_CLAIM_LIMIT, SCHD_NONE, 0, 0);
+    return SCHD_NONE;
   }
   for (uint32_t pi = 0; pi < s->npools; pi++) {
-    struct sched_pool *pool = &s->pools[pi];
-    struct sched_bin *b;
-    struct sched_fail f;
-    uint32_t bad = SCHED_NONE, rs, bi, port;
+    struct schd_pool *pool = &s->pools[pi];
+    struct schd_bin *b;
+    struct schd_fail f;
+    uint32_t bad = SCHD_NONE, rs, bi, port;
     if (g->bad) {
-      sched_refuse(s, g, pi, CARP_SCHED_REASON_REQUIREMENT, SCHED_NONE, 0, 0);
+      schd_refuse(s, g, pi, CARP_SCHED_REASON_REQUIREMENT, SCHD_NONE, 0, 0);
       continue;
     }
-    if (!sched_group_tolerates(s, g, pool->taintset, NULL)) {
-      sched_group_tolerates(s, g, pool->taintset, &bad);
-      sched_refuse(s, g, pi, CARP_SCHED_REASON_TAINT, SCHED_NONE,
-                   pool->taintset, bad);
+    if (!schd_group_tolerates(s, g, pool->taintset, NULL)) {
+      schd_group_tolerates(s, g, pool->taintset, &bad);
+      schd_refuse(s, g, pi, CARP_SCHED_REASON_TAINT, SCHD_NONE, pool->taintset,
+                  bad);
       continue;
     }
     if (g->nports && pool->ndports &&
-        sched_ports_conflict(g->ports, g->nports, pool->dports, pool->ndports,
-                             &port)) {
-      sched_refuse(s, g, pi, CARP_SCHED_REASON_HOST_PORT, port, 0, 0);
+        schd_ports_conflict(g->ports, g->nports, pool->dports, pool->ndports,
+                            &port)) {
+      schd_refuse(s, g, pi, CARP_SCHED_REASON_HOST_PORT, port, 0, 0);
       continue;
     }
-    rs = sched_rset_add(&s->rc, pool->tmpl, g->rset, 1, &bad);
-    if (rs == SCHED_NONE) {
-      sched_refuse(s, g, pi, CARP_SCHED_REASON_REQUIREMENT, bad, 0, 0);
+    rs = schd_rset_add(&s->rc, pool->tmpl, g->rset, 1, &bad);
+    if (rs == SCHD_NONE) {
+      schd_refuse(s, g, pi, CARP_SCHED_REASON_REQUIREMENT, bad, 0, 0);
       continue;
     }
-    if (!bs_any(sched_pool_compat(s, pool, rs), s->twords)) {
-      sched_refuse(s, g, pi, CARP_SCHED_REASON_INSTANCE_TYPE, SCHED_NONE, 0, 0);
+    if (!bs_any(schd_pool_compat(s, pool, rs), s->twords)) {
+      schd_refuse(s, g, pi, CARP_SCHED_REASON_INSTANCE_TYPE, SCHD_NONE, 0, 0);
       continue;
     }
     if (pool->remaining[R] < 1000) {
-      sched_refuse(s, g, pi, CARP_SCHED_REASON_LIMIT, R, 0, 0);
+      schd_refuse(s, g, pi, CARP_SCHED_REASON_LIMIT, R, 0, 0);
       continue;
     }
-    bi = sched_bin_new(s, BIN_CLAIM);
+    bi = schd_bin_new(s, BIN_CLAIM);
     b = &s->bins[bi];
     b->pool = (int32_t)pi;
     b->rset = pool->tmpl;
     b->taintset = pool->taintset;
-    b->opts = sched_alloc(&s->arena, s->twords * sizeof(uint64_t));
-    b->thr = sched_zalloc(&s->arena, R * sizeof(uint32_t));
+    b->opts = schd_alloc(&s->arena, s->twords * sizeof(uint64_t));
+    b->thr = schd_zalloc(&s->arena, R * sizeof(uint32_t));
     memcpy(b->opts, pool->types, s->twords * sizeof(uint64_t));
     memset(s->scr_lim, 0, s->twords * sizeof(uint64_t));
     if (pool->limited) {
-      uint32_t breach = SCHED_NONE;
-      const uint64_t *compat = sched_pool_compat(s, pool, rs);
+      uint32_t breach = SCHD_NONE;
+      const uint64_t *compat = schd_pool_compat(s, pool, rs);
       int compat_left = 0;
       for (size_t t = bs_next(b->opts, s->twords, 0); t != SIZE_MAX;
            t = bs_next(b->opts, s->twords, t + 1))
@@ -263,32 +262,32 @@ uint32_t sched_open_claim(struct sched_solver *s, struct sched_group *g,
               s->types[t].cap[r] > pool->remaining[r]) {
             bs_clr(b->opts, t);
             bs_set(s->scr_lim, t);
-            if (bs_get(compat, t) && breach == SCHED_NONE)
+            if (bs_get(compat, t) && breach == SCHD_NONE)
               breach = r;
             break;
           }
       for (size_t w = 0; w < s->twords; w++)
         compat_left |= (b->opts[w] & compat[w]) != 0;
       if (!compat_left) {
-        sched_bin_discard(s, bi);
-        sched_refuse(s, g, pi, CARP_SCHED_REASON_LIMIT,
-                     breach == SCHED_NONE ? SCHED_DIM_CPU : breach, 0, 0);
+        schd_bin_discard(s, bi);
+        schd_refuse(s, g, pi, CARP_SCHED_REASON_LIMIT,
+                    breach == SCHD_NONE ? SCHD_DIM_CPU : breach, 0, 0);
         continue;
       }
     }
     if (pool->ndports)
-      sched_bin_add_ports(b, pool->dports, pool->ndports);
-    sched_bin_settle(s, bi);
+      schd_bin_add_ports(b, pool->dports, pool->ndports);
+    schd_bin_settle(s, bi);
     bs_set(s->open, bi);
-    if (!sched_try_place(s, g, bi, kmax, &f)) {
+    if (!schd_try_place(s, g, bi, kmax, &f)) {
       uint32_t detail = f.detail;
       if (f.reason == CARP_SCHED_REASON_RESOURCES) {
         detail = short_dim(s, pool, g, rs);
         /* a type the limit removed would have held it: say so */
         for (size_t t = bs_next(s->scr_lim, s->twords, 0); t != SIZE_MAX;
              t = bs_next(s->scr_lim, s->twords, t + 1)) {
-          if (!bs_get(sched_pool_compat(s, pool, rs), t) ||
-              !sched_fit_count(s, b->used, g->req, &pool->cap[t * R], 1))
+          if (!bs_get(schd_pool_compat(s, pool, rs), t) ||
+              !schd_fit_count(s, b->used, g->req, &pool->cap[t * R], 1))
             continue;
           f.reason = CARP_SCHED_REASON_LIMIT;
           for (uint32_t r = 0; r < R; r++)
@@ -300,54 +299,54 @@ uint32_t sched_open_claim(struct sched_solver *s, struct sched_group *g,
           break;
         }
       }
-      sched_bin_discard(s, bi);
-      sched_refuse(s, g, pi, f.reason, detail, 0, 0);
+      schd_bin_discard(s, bi);
+      schd_refuse(s, g, pi, f.reason, detail, 0, 0);
       continue;
     }
     s->nnew++;
     return bi;
   }
-  return SCHED_NONE;
+  return SCHD_NONE;
 }
 
 /* Places as many of g's remaining pods as possible; returns how many. */
-static uint32_t place_group(struct sched_solver *s, struct sched_group *g)
+static uint32_t place_group(struct schd_solver *s, struct schd_group *g)
 {
   uint32_t placed = 0;
   while (g->next < g->npods) {
     uint32_t remain = g->npods - g->next, kmax = g->batch ? remain : 1;
-    uint32_t before = g->next, found = SCHED_NONE;
-    size_t nw = SCHED_WORDS(s->nbins), b;
+    uint32_t before = g->next, found = SCHD_NONE;
+    size_t nw = SCHD_WORDS(s->nbins), b;
     uint64_t *mask = s->bscr;
-    struct sched_fail f;
+    struct schd_fail f;
     if (g->nrules)
-      sched_topology_prepare(s, g);
+      schd_topology_prepare(s, g);
     for (size_t w = 0; w < nw; w++)
       mask[w] = s->open[w] & (g->rej ? ~g->rej[w] : ~(uint64_t)0);
     if (g->nrules)
-      sched_topology_mask(s, g, mask, nw);
+      schd_topology_mask(s, g, mask, nw);
     for (b = bs_next(mask, nw, 0); b != SIZE_MAX;
          b = bs_next(mask, nw, b + 1)) {
-      if (sched_try_place(s, g, (uint32_t)b, kmax, &f)) {
+      if (schd_try_place(s, g, (uint32_t)b, kmax, &f)) {
         found = (uint32_t)b;
         break;
       }
       if (f.monotone)
-        sched_reject(s, g, (uint32_t)b);
+        schd_reject(s, g, (uint32_t)b);
     }
-    if (found == SCHED_NONE && sched_open_claim(s, g, kmax) == SCHED_NONE)
+    if (found == SCHD_NONE && schd_open_claim(s, g, kmax) == SCHD_NONE)
       break;
     placed += g->next - before;
   }
   return placed;
 }
 
-static void run_queue(struct sched_solver *s, uint32_t *q, uint32_t n)
+static void run_queue(struct schd_solver *s, uint32_t *q, uint32_t n)
 {
   uint32_t head = 0, count = n, stale = 0;
   while (count > 0 && stale < count) {
     uint32_t gi = q[head], placed;
-    struct sched_group *g = &s->groups[gi];
+    struct schd_group *g = &s->groups[gi];
     int relaxed;
     head = (head + 1) % n;
     count--;
@@ -357,7 +356,7 @@ static void run_queue(struct sched_solver *s, uint32_t *q, uint32_t n)
       stale = 0;
       continue;
     }
-    relaxed = sched_group_relax(s, g);
+    relaxed = schd_group_relax(s, g);
     q[(head + count) % n] = gi;
     count++;
     if (placed || relaxed)
@@ -369,9 +368,9 @@ static void run_queue(struct sched_solver *s, uint32_t *q, uint32_t n)
 
 static int group_cmp(const void *a, const void *b, void *arg)
 {
-  const struct sched_solver *s = arg;
-  const struct sched_group *x = &s->groups[*(const uint32_t *)a];
-  const struct sched_group *y = &s->groups[*(const uint32_t *)b];
+  const struct schd_solver *s = arg;
+  const struct schd_group *x = &s->groups[*(const uint32_t *)a];
+  const struct schd_group *y = &s->groups[*(const uint32_t *)b];
   int c;
   if (x->sort_cpu != y->sort_cpu)
     return x->sort_cpu > y->sort_cpu ? -1 : 1;
@@ -400,54 +399,54 @@ static int validate(const struct carp_sched_problem *p)
   return 0;
 }
 
-static void solver_free(struct sched_solver *s)
+static void solver_free(struct schd_solver *s)
 {
-  sched_bins_free(s); /* first: registered bitsets live in other structs */
-  sched_tg_index_free(s);
+  schd_bins_free(s); /* first: registered bitsets live in other structs */
+  schd_tg_index_free(s);
   carp_free(s->groups);
   for (uint32_t i = 0; i < s->ntgs; i++)
     if (s->tgs[i].hostname)
       carp_free(s->tgs[i].cnt);
   carp_free(s->tgs);
   for (uint32_t k = 0; k < s->ndkeys; k++) {
-    struct sched_dkey *dk = &s->dkeys[k];
-    sched_map_free(&dk->idx);
-    sched_map_free(&dk->poss);
-    sched_map_free(&dk->xset);
+    struct schd_dkey *dk = &s->dkeys[k];
+    schd_map_free(&dk->idx);
+    schd_map_free(&dk->poss);
+    schd_map_free(&dk->xset);
     carp_free(dk->vals);
     carp_free(dk->bins_in);
   }
   carp_free(s->dkeys);
   for (uint32_t pi = 0; pi < s->npools; pi++) {
-    sched_map_free(&s->pools[pi].compat);
+    schd_map_free(&s->pools[pi].compat);
     carp_free(s->pools[pi].dports);
   }
   carp_free(s->tsets);
-  sched_map_free(&s->tset_by_hash);
-  sched_map_free(&s->tg_by_hash);
-  sched_map_free(&s->sel_memo);
+  schd_map_free(&s->tset_by_hash);
+  schd_map_free(&s->tg_by_hash);
+  schd_map_free(&s->sel_memo);
   carp_free(s->dim_names);
-  sched_rbuild_free(&s->rb);
-  sched_rctx_free(&s->rc);
-  sched_arena_free(&s->arena);
+  schd_rbuild_free(&s->rb);
+  schd_rctx_free(&s->rc);
+  schd_arena_free(&s->arena);
   carp_free(s);
 }
 
-static size_t solver_bytes(const struct sched_solver *s)
+static size_t solver_bytes(const struct schd_solver *s)
 {
   size_t n = s->arena.bytes + s->rc.arena.bytes;
-  n += sched_map_bytes(&s->rc.memo) + sched_map_bytes(&s->rc.memo_ix) +
-       sched_map_bytes(&s->rc.byhash) + sched_map_bytes(&s->rc.in.ptr);
+  n += schd_map_bytes(&s->rc.memo) + schd_map_bytes(&s->rc.memo_ix) +
+       schd_map_bytes(&s->rc.byhash) + schd_map_bytes(&s->rc.in.ptr);
   n += (size_t)s->nbreg * s->bwords * sizeof(uint64_t);
-  n += (size_t)s->capbins * sizeof(struct sched_bin);
-  n += (size_t)s->ngroups * sizeof(struct sched_group);
+  n += (size_t)s->capbins * sizeof(struct schd_bin);
+  n += (size_t)s->ngroups * sizeof(struct schd_group);
   return n;
 }
 
 int carp_sched_solve(const struct carp_sched_problem *p,
                      struct carp_sched_result **out)
 {
-  struct sched_solver *s;
+  struct schd_solver *s;
   struct carp_sched_result *res;
   uint32_t *q1, *q2, n1 = 0, n2 = 0;
   int rc;
@@ -458,28 +457,28 @@ int carp_sched_solve(const struct carp_sched_problem *p,
   rc = validate(p);
   if (rc < 0)
     return rc;
-  s = CARP_NEW(struct sched_solver);
+  s = CARP_NEW(struct schd_solver);
   s->p = p;
-  sched_rctx_init(&s->rc);
-  sched_arena_init(&s->arena);
-  sched_rbuild_init(&s->rb);
-  sched_map_init(&s->tset_by_hash);
-  sched_map_init(&s->tg_by_hash);
+  schd_rctx_init(&s->rc);
+  schd_arena_init(&s->arena);
+  schd_rbuild_init(&s->rb);
+  schd_map_init(&s->tset_by_hash);
+  schd_map_init(&s->tg_by_hash);
 
-  if ((rc = sched_dims_setup(s)) < 0 || (rc = sched_types_setup(s)) < 0 ||
-      (rc = sched_pools_setup(s)) < 0 || (rc = sched_bins_setup(s)) < 0 ||
-      (rc = sched_groups_setup(s)) < 0 || (rc = sched_topology_setup(s)) < 0)
+  if ((rc = schd_dims_setup(s)) < 0 || (rc = schd_types_setup(s)) < 0 ||
+      (rc = schd_pools_setup(s)) < 0 || (rc = schd_bins_setup(s)) < 0 ||
+      (rc = schd_groups_setup(s)) < 0 || (rc = schd_topology_setup(s)) < 0)
     goto fail;
 
-  s->scr = sched_zalloc(&s->arena, (s->twords + 1) * sizeof(uint64_t));
-  s->scr2 = sched_zalloc(&s->arena, (s->twords + 1) * sizeof(uint64_t));
-  s->scr_lim = sched_zalloc(&s->arena, (s->twords + 1) * sizeof(uint64_t));
-  s->vtmp = sched_zalloc(&s->arena, (s->R + 1) * sizeof(int64_t));
-  s->thrtmp = sched_zalloc(&s->arena, (s->R + 1) * sizeof(uint32_t));
-  s->assign = sched_alloc(&s->arena, (p->npods + 1) * sizeof(uint32_t));
+  s->scr = schd_zalloc(&s->arena, (s->twords + 1) * sizeof(uint64_t));
+  s->scr2 = schd_zalloc(&s->arena, (s->twords + 1) * sizeof(uint64_t));
+  s->scr_lim = schd_zalloc(&s->arena, (s->twords + 1) * sizeof(uint64_t));
+  s->vtmp = schd_zalloc(&s->arena, (s->R + 1) * sizeof(int64_t));
+  s->thrtmp = schd_zalloc(&s->arena, (s->R + 1) * sizeof(uint32_t));
+  s->assign = schd_alloc(&s->arena, (p->npods + 1) * sizeof(uint32_t));
   for (size_t i = 0; i < p->npods; i++)
-    s->assign[i] = SCHED_NONE;
-  s->minreq = sched_alloc(&s->arena, s->R * sizeof(int64_t));
+    s->assign[i] = SCHD_NONE;
+  s->minreq = schd_alloc(&s->arena, s->R * sizeof(int64_t));
   for (uint32_t r = 0; r < s->R; r++) {
     s->minreq[r] = s->ngroups ? INT64_MAX : 0;
     for (uint32_t gi = 0; gi < s->ngroups; gi++)
@@ -487,13 +486,13 @@ int carp_sched_solve(const struct carp_sched_problem *p,
         s->minreq[r] = s->groups[gi].req[r];
   }
   for (uint32_t bi = 0; bi < s->nbins; bi++)
-    if (bs_get(s->open, bi) && sched_bin_full(s, &s->bins[bi]))
+    if (bs_get(s->open, bi) && schd_bin_full(s, &s->bins[bi]))
       bs_clr(s->open, bi);
 
-  q1 = sched_alloc(&s->arena, (s->ngroups + 1) * sizeof(uint32_t));
-  q2 = sched_alloc(&s->arena, (s->ngroups + 1) * sizeof(uint32_t));
+  q1 = schd_alloc(&s->arena, (s->ngroups + 1) * sizeof(uint32_t));
+  q2 = schd_alloc(&s->arena, (s->ngroups + 1) * sizeof(uint32_t));
   for (uint32_t gi = 0; gi < s->ngroups; gi++) {
-    struct sched_group *g = &s->groups[gi];
+    struct schd_group *g = &s->groups[gi];
     if (p->ignore_preferences) {
       const struct carp_sched_pod *pod = &p->pods[g->rep];
       g->pref_dropped = (uint32_t)pod->npreferred_terms;
@@ -503,7 +502,7 @@ int carp_sched_solve(const struct carp_sched_problem *p,
         g->panti_dropped += g->own[i].cls == OWN_PREF_ANTI;
       }
     }
-    sched_group_apply(s, g);
+    schd_group_apply(s, g);
     if (g->inert)
       q2[n2++] = gi;
     else
@@ -514,11 +513,11 @@ int carp_sched_solve(const struct carp_sched_problem *p,
   if (n1)
     run_queue(s, q1, n1);
   if (n2)
-    sched_pack_inert(s, q2, n2);
+    schd_pack_inert(s, q2, n2);
 
   res = CARP_NEW(struct carp_sched_result);
   s->stats.bytes = solver_bytes(s);
-  rc = sched_result_build(s, res);
+  rc = schd_result_build(s, res);
   if (rc < 0) {
     carp_sched_result_free(res);
     goto fail;

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
-#include "sched_int.h"
+#include "schd_int.h"
 
 static const char *const ephemeral[] = {
     "node.kubernetes.io/not-ready",
@@ -72,13 +72,12 @@ static int taint_eq(const struct carp_sched_taint *a,
          a->effect == b->effect;
 }
 
-uint32_t sched_taintset(struct sched_solver *s,
-                        const struct carp_sched_taint *t, size_t n,
-                        const struct carp_sched_taint *ignore, size_t nignore,
-                        int ignore_ephemeral)
+uint32_t schd_taintset(struct schd_solver *s, const struct carp_sched_taint *t,
+                       size_t n, const struct carp_sched_taint *ignore,
+                       size_t nignore, int ignore_ephemeral)
 {
   struct carp_sched_taint *keep =
-      sched_alloc(&s->arena, (n + 1) * sizeof(*keep));
+      schd_alloc(&s->arena, (n + 1) * sizeof(*keep));
   uint32_t nk = 0;
   uint64_t h = 0x7461696e74ull, v;
   for (size_t i = 0; i < n; i++) {
@@ -98,14 +97,14 @@ uint32_t sched_taintset(struct sched_solver *s,
     if (k < nignore)
       continue;
     keep[nk++] = t[i];
-    h = sched_hash_str(h, t[i].key);
-    h = sched_hash_str(h, t[i].value);
-    h = sched_mix(h, (uint64_t)t[i].effect);
+    h = schd_hash_str(h, t[i].key);
+    h = schd_hash_str(h, t[i].value);
+    h = schd_mix(h, (uint64_t)t[i].effect);
   }
-  h = sched_mix(h, nk);
-  if (sched_map_get(&s->tset_by_hash, h, &v)) {
-    for (uint32_t id = (uint32_t)v; id != SCHED_NONE; id = s->tsets[id].next) {
-      struct sched_taintset *ts = &s->tsets[id];
+  h = schd_mix(h, nk);
+  if (schd_map_get(&s->tset_by_hash, h, &v)) {
+    for (uint32_t id = (uint32_t)v; id != SCHD_NONE; id = s->tsets[id].next) {
+      struct schd_taintset *ts = &s->tsets[id];
       uint32_t i;
       if (ts->n != nk)
         continue;
@@ -116,26 +115,26 @@ uint32_t sched_taintset(struct sched_solver *s,
         return id;
     }
   }
-  SCHED_GROW(s->tsets, s->ntsets, s->captsets);
+  SCHD_GROW(s->tsets, s->ntsets, s->captsets);
   s->tsets[s->ntsets].t = keep;
   s->tsets[s->ntsets].n = nk;
   s->tsets[s->ntsets].next =
-      sched_map_get(&s->tset_by_hash, h, &v) ? (uint32_t)v : SCHED_NONE;
-  sched_map_put(&s->tset_by_hash, h, s->ntsets);
+      schd_map_get(&s->tset_by_hash, h, &v) ? (uint32_t)v : SCHD_NONE;
+  schd_map_put(&s->tset_by_hash, h, s->ntsets);
   return s->ntsets++;
 }
 
-int sched_group_tolerates(struct sched_solver *s, struct sched_group *g,
-                          uint32_t taintset, uint32_t *bad)
+int schd_group_tolerates(struct schd_solver *s, struct schd_group *g,
+                         uint32_t taintset, uint32_t *bad)
 {
   const struct carp_sched_pod *p;
-  const struct sched_taintset *ts;
+  const struct schd_taintset *ts;
   size_t first = 0;
   int ok;
   if (g->taint_ok && g->taint_ok[taintset] && !bad)
     return g->taint_ok[taintset] == 1;
   if (!g->taint_ok)
-    g->taint_ok = sched_zalloc(&s->arena, s->ntsets + 1);
+    g->taint_ok = schd_zalloc(&s->arena, s->ntsets + 1);
   p = &s->p->pods[g->rep];
   ts = &s->tsets[taintset];
   ok = carp_sched_taints_tolerated(ts->t, ts->n, p->tolerations,

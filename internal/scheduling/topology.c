@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
-#include "sched_int.h"
+#include "schd_int.h"
 
 /* ---- label selectors ---- */
 
@@ -82,19 +82,19 @@ int carp_sched_selector_matches(const struct carp_sched_selector *sel,
 static uint64_t sel_hash(uint64_t h, const struct carp_sched_selector *sel)
 {
   if (!sel)
-    return sched_mix(h, 0xdead);
-  h = sched_mix(h, sel->nmatch_labels);
+    return schd_mix(h, 0xdead);
+  h = schd_mix(h, sel->nmatch_labels);
   for (size_t i = 0; i < sel->nmatch_labels; i++) {
-    h = sched_hash_str(h, sel->match_labels[i].key);
-    h = sched_hash_str(h, sel->match_labels[i].value);
+    h = schd_hash_str(h, sel->match_labels[i].key);
+    h = schd_hash_str(h, sel->match_labels[i].value);
   }
-  h = sched_mix(h, sel->nmatch_expressions);
+  h = schd_mix(h, sel->nmatch_expressions);
   for (size_t i = 0; i < sel->nmatch_expressions; i++) {
     const struct carp_sched_requirement *e = &sel->match_expressions[i];
-    h = sched_hash_str(h, e->key);
-    h = sched_mix(h, (uint64_t)e->op << 32 | e->nvalues);
+    h = schd_hash_str(h, e->key);
+    h = schd_mix(h, (uint64_t)e->op << 32 | e->nvalues);
     for (size_t k = 0; k < e->nvalues; k++)
-      h = sched_hash_str(h, e->values[k]);
+      h = schd_hash_str(h, e->values[k]);
   }
   return h;
 }
@@ -138,10 +138,10 @@ static int u32_cmp(const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-uint32_t sched_tg_get(struct sched_solver *s, uint8_t type, uint32_t key,
-                      int32_t max_skew, int32_t min_domains, uint32_t filter,
-                      const struct carp_sched_selector *sel, uint32_t podns,
-                      const struct carp_sched_pod_term *term)
+uint32_t schd_tg_get(struct schd_solver *s, uint8_t type, uint32_t key,
+                     int32_t max_skew, int32_t min_domains, uint32_t filter,
+                     const struct carp_sched_selector *sel, uint32_t podns,
+                     const struct carp_sched_pod_term *term)
 {
   uint32_t nsbuf[8], *ns = nsbuf, nns = 0, id;
   uint8_t all_ns = 0;
@@ -150,10 +150,10 @@ uint32_t sched_tg_get(struct sched_solver *s, uint8_t type, uint32_t key,
     all_ns = 1;
   } else if (term && term->nnamespaces) {
     ns = term->nnamespaces > 8
-             ? sched_alloc(&s->arena, term->nnamespaces * sizeof(uint32_t))
+             ? schd_alloc(&s->arena, term->nnamespaces * sizeof(uint32_t))
              : nsbuf;
     for (size_t i = 0; i < term->nnamespaces; i++)
-      ns[nns++] = sched_intern(&s->rc.in, term->namespaces[i]);
+      ns[nns++] = schd_intern(&s->rc.in, term->namespaces[i]);
     qsort(ns, nns, sizeof(uint32_t), u32_cmp);
     {
       uint32_t m = 0;
@@ -165,15 +165,15 @@ uint32_t sched_tg_get(struct sched_solver *s, uint8_t type, uint32_t key,
   } else {
     ns[nns++] = podns;
   }
-  h = sched_mix(0x746f706full, (uint64_t)type << 32 | key);
-  h = sched_mix(h, (uint64_t)(uint32_t)max_skew << 32 | (uint32_t)min_domains);
-  h = sched_mix(h, (uint64_t)filter << 8 | all_ns);
+  h = schd_mix(0x746f706full, (uint64_t)type << 32 | key);
+  h = schd_mix(h, (uint64_t)(uint32_t)max_skew << 32 | (uint32_t)min_domains);
+  h = schd_mix(h, (uint64_t)filter << 8 | all_ns);
   for (uint32_t i = 0; i < nns; i++)
-    h = sched_mix(h, ns[i]);
+    h = schd_mix(h, ns[i]);
   h = sel_hash(h, sel);
-  if (sched_map_get(&s->tg_by_hash, h, &v)) {
-    for (id = (uint32_t)v; id != SCHED_NONE; id = s->tgs[id].next) {
-      const struct sched_tg *t = &s->tgs[id];
+  if (schd_map_get(&s->tg_by_hash, h, &v)) {
+    for (id = (uint32_t)v; id != SCHD_NONE; id = s->tgs[id].next) {
+      const struct schd_tg *t = &s->tgs[id];
       if (t->type == type && t->key == key && t->max_skew == max_skew &&
           t->min_domains == min_domains && t->filter == filter &&
           t->all_ns == all_ns && t->nns == nns &&
@@ -182,7 +182,7 @@ uint32_t sched_tg_get(struct sched_solver *s, uint8_t type, uint32_t key,
         return id;
     }
   }
-  SCHED_GROW(s->tgs, s->ntgs, s->captgs);
+  SCHD_GROW(s->tgs, s->ntgs, s->captgs);
   id = s->ntgs++;
   memset(&s->tgs[id], 0, sizeof(s->tgs[id]));
   s->tgs[id].type = type;
@@ -194,18 +194,18 @@ uint32_t sched_tg_get(struct sched_solver *s, uint8_t type, uint32_t key,
   s->tgs[id].filter = filter;
   s->tgs[id].sel = sel;
   s->tgs[id].all_ns = all_ns;
-  s->tgs[id].ns = sched_memdup(&s->arena, ns, (nns + 1) * sizeof(uint32_t));
+  s->tgs[id].ns = schd_memdup(&s->arena, ns, (nns + 1) * sizeof(uint32_t));
   s->tgs[id].nns = nns;
   s->tgs[id].hash = h;
   s->tgs[id].next =
-      sched_map_get(&s->tg_by_hash, h, &v) ? (uint32_t)v : SCHED_NONE;
-  sched_map_put(&s->tg_by_hash, h, id);
+      schd_map_get(&s->tg_by_hash, h, &v) ? (uint32_t)v : SCHD_NONE;
+  schd_map_put(&s->tg_by_hash, h, id);
   return id;
 }
 
-int sched_tg_selects(const struct sched_solver *s, const struct sched_tg *tg,
-                     uint32_t ns, const struct carp_sched_label *labels,
-                     size_t nlabels)
+int schd_tg_selects(const struct schd_solver *s, const struct schd_tg *tg,
+                    uint32_t ns, const struct carp_sched_label *labels,
+                    size_t nlabels)
 {
   (void)s;
   if (!tg->all_ns) {
@@ -221,7 +221,7 @@ int sched_tg_selects(const struct sched_solver *s, const struct sched_tg *tg,
 
 /* ---- domains ---- */
 
-static uint32_t dkey_of(struct sched_solver *s, uint32_t key)
+static uint32_t dkey_of(struct schd_solver *s, uint32_t key)
 {
   for (uint32_t i = 0; i < s->ndkeys; i++)
     if (s->dkeys[i].key == key)
@@ -229,24 +229,24 @@ static uint32_t dkey_of(struct sched_solver *s, uint32_t key)
   s->dkeys = carp_reallocarray(s->dkeys, s->ndkeys + 1, sizeof(*s->dkeys));
   memset(&s->dkeys[s->ndkeys], 0, sizeof(s->dkeys[0]));
   s->dkeys[s->ndkeys].key = key;
-  sched_map_init(&s->dkeys[s->ndkeys].idx);
-  sched_map_init(&s->dkeys[s->ndkeys].poss);
-  sched_map_init(&s->dkeys[s->ndkeys].xset);
+  schd_map_init(&s->dkeys[s->ndkeys].idx);
+  schd_map_init(&s->dkeys[s->ndkeys].poss);
+  schd_map_init(&s->dkeys[s->ndkeys].xset);
   return s->ndkeys++;
 }
 
-static void dom_add(struct sched_dkey *dk, uint32_t val)
+static void dom_add(struct schd_dkey *dk, uint32_t val)
 {
   uint64_t v;
-  if (sched_map_get(&dk->idx, val, &v))
+  if (schd_map_get(&dk->idx, val, &v))
     return;
-  SCHED_GROW(dk->vals, dk->ndom, dk->capdom);
+  SCHD_GROW(dk->vals, dk->ndom, dk->capdom);
   dk->vals[dk->ndom] = val;
-  sched_map_put(&dk->idx, val, dk->ndom);
+  schd_map_put(&dk->idx, val, dk->ndom);
   dk->ndom++;
 }
 
-static void dom_add_req(struct sched_dkey *dk, const struct sched_req *r)
+static void dom_add_req(struct schd_dkey *dk, const struct schd_req *r)
 {
   if (!r || r->complement)
     return;
@@ -254,62 +254,62 @@ static void dom_add_req(struct sched_dkey *dk, const struct sched_req *r)
     dom_add(dk, r->vals[i]);
 }
 
-const uint64_t *sched_domains(struct sched_solver *s, uint32_t dki,
-                              uint32_t rset, uint32_t mode)
+const uint64_t *schd_domains(struct schd_solver *s, uint32_t dki, uint32_t rset,
+                             uint32_t mode)
 {
-  struct sched_dkey *dk = &s->dkeys[dki];
+  struct schd_dkey *dk = &s->dkeys[dki];
   uint64_t key = ((uint64_t)mode << 32) | rset, v;
   uint64_t *out;
-  const struct sched_req *r;
-  if (sched_map_get(&dk->poss, key, &v))
+  const struct schd_req *r;
+  if (schd_map_get(&dk->poss, key, &v))
     return (const uint64_t *)(uintptr_t)v;
-  out = sched_zalloc(&s->arena, (dk->dwords + 1) * sizeof(uint64_t));
-  r = sched_rset_get(sched_rset(&s->rc, rset), dk->key);
+  out = schd_zalloc(&s->arena, (dk->dwords + 1) * sizeof(uint64_t));
+  r = schd_rset_get(schd_rset(&s->rc, rset), dk->key);
   if (mode == 0) {
     for (uint32_t d = 0; d < dk->ndom; d++)
-      if (!r || sched_req_allows(&s->rc, r, dk->vals[d]))
+      if (!r || schd_req_allows(&s->rc, r, dk->vals[d]))
         bs_set(out, d);
   } else if (mode == 1) {
     if (r)
       for (uint32_t d = 0; d < dk->ndom; d++)
-        if (sched_req_allows(&s->rc, r, dk->vals[d]))
+        if (schd_req_allows(&s->rc, r, dk->vals[d]))
           bs_set(out, d);
   } else {
-    const struct sched_pool *pool = &s->pools[mode - 2];
-    if (r || (s->rc.in.flags[dk->key] & SCHED_STR_WELL_KNOWN))
+    const struct schd_pool *pool = &s->pools[mode - 2];
+    if (r || (s->rc.in.flags[dk->key] & SCHD_STR_WELL_KNOWN))
       for (uint32_t d = 0; d < dk->ndom; d++)
         if (bs_get(pool->reach[dki], d) &&
-            (!r || sched_req_allows(&s->rc, r, dk->vals[d])))
+            (!r || schd_req_allows(&s->rc, r, dk->vals[d])))
           bs_set(out, d);
   }
-  sched_map_put(&dk->poss, key, (uint64_t)(uintptr_t)out);
+  schd_map_put(&dk->poss, key, (uint64_t)(uintptr_t)out);
   return out;
 }
 
-static uint32_t bin_mode(const struct sched_bin *b)
+static uint32_t bin_mode(const struct schd_bin *b)
 {
   return b->kind == BIN_CLAIM ? 2 + (uint32_t)b->pool : 1;
 }
 
-const uint64_t *sched_bin_possible(struct sched_solver *s,
-                                   const struct sched_bin *b, uint32_t dk,
-                                   uint32_t rset)
+const uint64_t *schd_bin_possible(struct schd_solver *s,
+                                  const struct schd_bin *b, uint32_t dk,
+                                  uint32_t rset)
 {
-  return sched_domains(s, dk, rset, bin_mode(b));
+  return schd_domains(s, dk, rset, bin_mode(b));
 }
 
-uint32_t sched_domain_rset(struct sched_solver *s, uint32_t dki,
-                           const uint64_t *doms)
+uint32_t schd_domain_rset(struct schd_solver *s, uint32_t dki,
+                          const uint64_t *doms)
 {
-  struct sched_dkey *dk = &s->dkeys[dki];
-  struct sched_req r;
+  struct schd_dkey *dk = &s->dkeys[dki];
+  struct schd_req r;
   uint32_t *v, n = 0, id;
   uint64_t cached;
   /* Memoised on the bitset when it fits a word (the usual case). */
   int memo = dk->dwords == 1 && doms[0] != UINT64_MAX;
-  if (memo && sched_map_get(&dk->xset, doms[0], &cached))
+  if (memo && schd_map_get(&dk->xset, doms[0], &cached))
     return (uint32_t)cached;
-  v = sched_alloc(&s->rc.arena, (dk->ndom + 1) * sizeof(uint32_t));
+  v = schd_alloc(&s->rc.arena, (dk->ndom + 1) * sizeof(uint32_t));
   for (size_t d = bs_next(doms, dk->dwords, 0); d != SIZE_MAX;
        d = bs_next(doms, dk->dwords, d + 1))
     v[n++] = dk->vals[d];
@@ -318,20 +318,20 @@ uint32_t sched_domain_rset(struct sched_solver *s, uint32_t dki,
   r.key = dk->key;
   r.vals = v;
   r.nvals = n;
-  sched_rbuild_reset(&s->rb);
-  sched_rbuild_req(&s->rc, &s->rb, &r);
-  id = sched_rbuild_intern(&s->rc, &s->rb);
+  schd_rbuild_reset(&s->rb);
+  schd_rbuild_req(&s->rc, &s->rb, &r);
+  id = schd_rbuild_intern(&s->rc, &s->rb);
   if (memo)
-    sched_map_put(&dk->xset, doms[0], id);
+    schd_map_put(&dk->xset, doms[0], id);
   return id;
 }
 
-void sched_bin_settle(struct sched_solver *s, uint32_t bi)
+void schd_bin_settle(struct schd_solver *s, uint32_t bi)
 {
-  struct sched_bin *b = &s->bins[bi];
+  struct schd_bin *b = &s->bins[bi];
   for (uint32_t k = 0; k < s->ndkeys; k++) {
-    struct sched_dkey *dk = &s->dkeys[k];
-    const uint64_t *poss = sched_bin_possible(s, b, k, b->rset);
+    struct schd_dkey *dk = &s->dkeys[k];
+    const uint64_t *poss = schd_bin_possible(s, b, k, b->rset);
     size_t first = bs_next(poss, dk->dwords, 0);
     int32_t nd;
     if (first == SIZE_MAX)
@@ -356,10 +356,10 @@ void sched_bin_settle(struct sched_solver *s, uint32_t bi)
 
 /* ---- counting ---- */
 
-static void tg_count(struct sched_solver *s, struct sched_tg *t, uint32_t bi,
+static void tg_count(struct schd_solver *s, struct schd_tg *t, uint32_t bi,
                      int32_t n)
 {
-  struct sched_bin *b = &s->bins[bi];
+  struct schd_bin *b = &s->bins[bi];
   if (t->hostname) {
     t->cnt[bi] += n;
     t->total += n;
@@ -377,8 +377,8 @@ static void tg_count(struct sched_solver *s, struct sched_tg *t, uint32_t bi,
   } else if (b->dom[t->dkey] == -1 &&
              (t->type == TG_ANTI || t->type == TG_INVERSE)) {
     /* Anti-affinity blocks every domain the pod might land in. */
-    struct sched_dkey *dk = &s->dkeys[t->dkey];
-    const uint64_t *poss = sched_bin_possible(s, b, (uint32_t)t->dkey, b->rset);
+    struct schd_dkey *dk = &s->dkeys[t->dkey];
+    const uint64_t *poss = schd_bin_possible(s, b, (uint32_t)t->dkey, b->rset);
     for (size_t d = bs_next(poss, dk->dwords, 0); d != SIZE_MAX;
          d = bs_next(poss, dk->dwords, d + 1))
       t->cnt[d] += n;
@@ -386,20 +386,20 @@ static void tg_count(struct sched_solver *s, struct sched_tg *t, uint32_t bi,
   }
 }
 
-static int filter_ok(struct sched_solver *s, const struct sched_tg *t,
-                     const struct sched_bin *b)
+static int filter_ok(struct schd_solver *s, const struct schd_tg *t,
+                     const struct schd_bin *b)
 {
-  if (t->filter == SCHED_NONE)
+  if (t->filter == SCHD_NONE)
     return 1;
-  return sched_rset_compatible(&s->rc, b->rset, t->filter, b->kind == BIN_CLAIM,
-                               NULL);
+  return schd_rset_compatible(&s->rc, b->rset, t->filter, b->kind == BIN_CLAIM,
+                              NULL);
 }
 
-void sched_record(struct sched_solver *s, struct sched_group *g, uint32_t bi,
-                  uint32_t n)
+void schd_record(struct schd_solver *s, struct schd_group *g, uint32_t bi,
+                 uint32_t n)
 {
   for (uint32_t i = 0; i < g->nsel_by; i++) {
-    struct sched_tg *t = &s->tgs[g->sel_by[i]];
+    struct schd_tg *t = &s->tgs[g->sel_by[i]];
     if (filter_ok(s, t, &s->bins[bi]))
       tg_count(s, t, bi, (int32_t)n);
   }
@@ -410,9 +410,9 @@ void sched_record(struct sched_solver *s, struct sched_group *g, uint32_t bi,
 /* A selector with matchLabels can only select pods carrying its first
  * pair: index the topology groups by it, so matching a pod (or each of a
  * large cluster's running pods) looks at a handful of groups, not all. */
-void sched_tg_index_build(struct sched_solver *s)
+void schd_tg_index_build(struct schd_solver *s)
 {
-  sched_map_init(&s->tgidx);
+  schd_map_init(&s->tgidx);
   s->tgchain = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
   s->tgalways = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
   s->tgcand = carp_calloc(s->ntgs + 1, sizeof(uint32_t));
@@ -426,34 +426,33 @@ void sched_tg_index_build(struct sched_solver *s)
       s->tgalways[s->ntgalways++] = t;
       continue;
     }
-    key = (uint64_t)sched_intern(&s->rc.in, sel->match_labels[0].key) << 32 |
-          sched_intern(&s->rc.in, sel->match_labels[0].value);
-    s->tgchain[t] = sched_map_get(&s->tgidx, key, &v) ? (uint32_t)v : 0;
-    sched_map_put(&s->tgidx, key, t + 1);
+    key = (uint64_t)schd_intern(&s->rc.in, sel->match_labels[0].key) << 32 |
+          schd_intern(&s->rc.in, sel->match_labels[0].value);
+    s->tgchain[t] = schd_map_get(&s->tgidx, key, &v) ? (uint32_t)v : 0;
+    schd_map_put(&s->tgidx, key, t + 1);
   }
 }
 
-void sched_tg_index_free(struct sched_solver *s)
+void schd_tg_index_free(struct schd_solver *s)
 {
-  sched_map_free(&s->tgidx);
+  schd_map_free(&s->tgidx);
   carp_free(s->tgchain);
   carp_free(s->tgalways);
   carp_free(s->tgcand);
   s->tgchain = s->tgalways = s->tgcand = NULL;
 }
 
-size_t sched_tg_candidates(struct sched_solver *s,
-                           const struct carp_sched_label *labels,
-                           size_t nlabels)
+size_t schd_tg_candidates(struct schd_solver *s,
+                          const struct carp_sched_label *labels, size_t nlabels)
 {
   size_t n = 0;
   for (size_t k = 0; k < nlabels; k++) {
     uint64_t v;
     if (!labels[k].key ||
-        !sched_map_get(&s->tgidx,
-                       (uint64_t)sched_intern(&s->rc.in, labels[k].key) << 32 |
-                           sched_intern(&s->rc.in, labels[k].value),
-                       &v))
+        !schd_map_get(&s->tgidx,
+                      (uint64_t)schd_intern(&s->rc.in, labels[k].key) << 32 |
+                          schd_intern(&s->rc.in, labels[k].value),
+                      &v))
       continue;
     for (uint32_t next = (uint32_t)v; next && n < s->ntgs;
          next = s->tgchain[next - 1])
@@ -464,16 +463,16 @@ size_t sched_tg_candidates(struct sched_solver *s,
   return n;
 }
 
-void sched_record_bound(struct sched_solver *s,
-                        const struct carp_sched_bound_pod *bp, uint32_t bi)
+void schd_record_bound(struct schd_solver *s,
+                       const struct carp_sched_bound_pod *bp, uint32_t bi)
 {
-  uint32_t ns = sched_intern(&s->rc.in, bp->namespace_);
-  size_t nc = sched_tg_candidates(s, bp->labels, bp->nlabels);
+  uint32_t ns = schd_intern(&s->rc.in, bp->namespace_);
+  size_t nc = schd_tg_candidates(s, bp->labels, bp->nlabels);
   for (size_t c = 0; c < nc; c++) {
-    struct sched_tg *t = &s->tgs[s->tgcand[c]];
+    struct schd_tg *t = &s->tgs[s->tgcand[c]];
     if (t->type == TG_INVERSE)
       continue;
-    if (!sched_tg_selects(s, t, ns, bp->labels, bp->nlabels))
+    if (!schd_tg_selects(s, t, ns, bp->labels, bp->nlabels))
       continue;
     if (filter_ok(s, t, &s->bins[bi]))
       tg_count(s, t, bi, 1);
@@ -481,17 +480,17 @@ void sched_record_bound(struct sched_solver *s,
   for (size_t k = 0; k < bp->nanti_affinity; k++) {
     const struct carp_sched_pod_term *term = &bp->anti_affinity[k];
     uint32_t tg =
-        sched_tg_get(s, TG_INVERSE, sched_intern(&s->rc.in, term->topology_key),
-                     0, 0, SCHED_NONE, term->selector, ns, term);
+        schd_tg_get(s, TG_INVERSE, schd_intern(&s->rc.in, term->topology_key),
+                    0, 0, SCHD_NONE, term->selector, ns, term);
     tg_count(s, &s->tgs[tg], bi, 1);
   }
 }
 
-void sched_tg_allowed(struct sched_solver *s, struct sched_group *g,
-                      const struct sched_tg *t, uint8_t self, uint64_t *out)
+void schd_tg_allowed(struct schd_solver *s, struct schd_group *g,
+                     const struct schd_tg *t, uint8_t self, uint64_t *out)
 {
-  struct sched_dkey *dk = &s->dkeys[t->dkey];
-  const uint64_t *elig = sched_domains(s, (uint32_t)t->dkey, g->strict, 0);
+  struct schd_dkey *dk = &s->dkeys[t->dkey];
+  const uint64_t *elig = schd_domains(s, (uint32_t)t->dkey, g->strict, 0);
   size_t d;
   memset(out, 0, dk->dwords * sizeof(uint64_t));
   switch (t->type) {
@@ -533,7 +532,7 @@ void sched_tg_allowed(struct sched_solver *s, struct sched_group *g,
 
 /* ---- setup ---- */
 
-int sched_topology_setup(struct sched_solver *s)
+int schd_topology_setup(struct schd_solver *s)
 {
   const struct carp_sched_problem *p = s->p;
   /* domain keys */
@@ -542,87 +541,87 @@ int sched_topology_setup(struct sched_solver *s)
       s->tgs[i].dkey = (int32_t)dkey_of(s, s->tgs[i].key);
   /* universes: existing nodes, then what the pools can launch */
   for (uint32_t k = 0; k < s->ndkeys; k++) {
-    struct sched_dkey *dk = &s->dkeys[k];
+    struct schd_dkey *dk = &s->dkeys[k];
     for (uint32_t bi = 0; bi < s->nbins; bi++)
-      dom_add_req(
-          dk, sched_rset_get(sched_rset(&s->rc, s->bins[bi].rset), dk->key));
+      dom_add_req(dk,
+                  schd_rset_get(schd_rset(&s->rc, s->bins[bi].rset), dk->key));
     for (uint32_t pi = 0; pi < s->npools; pi++) {
-      struct sched_pool *pool = &s->pools[pi];
-      const struct sched_req *tr =
-          sched_rset_get(sched_rset(&s->rc, pool->tmpl), dk->key);
+      struct schd_pool *pool = &s->pools[pi];
+      const struct schd_req *tr =
+          schd_rset_get(schd_rset(&s->rc, pool->tmpl), dk->key);
       dom_add_req(dk, tr);
       for (size_t t = bs_next(pool->types, s->twords, 0); t != SIZE_MAX;
            t = bs_next(pool->types, s->twords, t + 1)) {
-        const struct sched_req *r =
-            sched_rset_get(sched_rset(&s->rc, s->types[t].rset), dk->key);
+        const struct schd_req *r =
+            schd_rset_get(schd_rset(&s->rc, s->types[t].rset), dk->key);
         if (!r || r->complement)
           continue;
         for (uint32_t i = 0; i < r->nvals; i++)
-          if (!tr || sched_req_allows(&s->rc, tr, r->vals[i]))
+          if (!tr || schd_req_allows(&s->rc, tr, r->vals[i]))
             dom_add(dk, r->vals[i]);
       }
     }
-    dk->dwords = SCHED_WORDS(dk->ndom ? dk->ndom : 1);
+    dk->dwords = SCHD_WORDS(dk->ndom ? dk->ndom : 1);
     dk->bins_in = carp_calloc(dk->ndom + 1, sizeof(uint64_t *));
     for (uint32_t d = 0; d < dk->ndom; d++)
-      sched_breg(s, &dk->bins_in[d]);
-    sched_breg(s, &dk->unres);
+      schd_breg(s, &dk->bins_in[d]);
+    schd_breg(s, &dk->unres);
     if (dk->dwords > s->dtmp_words)
       s->dtmp_words = dk->dwords;
   }
-  s->dtmp = sched_zalloc(&s->arena, (s->dtmp_words + 1) * sizeof(uint64_t));
-  s->dtmp2 = sched_zalloc(&s->arena, (s->dtmp_words + 1) * sizeof(uint64_t));
+  s->dtmp = schd_zalloc(&s->arena, (s->dtmp_words + 1) * sizeof(uint64_t));
+  s->dtmp2 = schd_zalloc(&s->arena, (s->dtmp_words + 1) * sizeof(uint64_t));
   /* what each pool can reach */
   for (uint32_t pi = 0; pi < s->npools; pi++) {
-    struct sched_pool *pool = &s->pools[pi];
-    pool->reach = sched_zalloc(&s->arena, (s->ndkeys + 1) * sizeof(uint64_t *));
+    struct schd_pool *pool = &s->pools[pi];
+    pool->reach = schd_zalloc(&s->arena, (s->ndkeys + 1) * sizeof(uint64_t *));
     for (uint32_t k = 0; k < s->ndkeys; k++) {
-      struct sched_dkey *dk = &s->dkeys[k];
-      pool->reach[k] = sched_zalloc(&s->arena, dk->dwords * sizeof(uint64_t));
-      const struct sched_req *tr =
-          sched_rset_get(sched_rset(&s->rc, pool->tmpl), dk->key);
+      struct schd_dkey *dk = &s->dkeys[k];
+      pool->reach[k] = schd_zalloc(&s->arena, dk->dwords * sizeof(uint64_t));
+      const struct schd_req *tr =
+          schd_rset_get(schd_rset(&s->rc, pool->tmpl), dk->key);
       for (size_t t = bs_next(pool->types, s->twords, 0); t != SIZE_MAX;
            t = bs_next(pool->types, s->twords, t + 1)) {
-        const struct sched_req *r =
-            sched_rset_get(sched_rset(&s->rc, s->types[t].rset), dk->key);
+        const struct schd_req *r =
+            schd_rset_get(schd_rset(&s->rc, s->types[t].rset), dk->key);
         uint64_t v;
         if (!r)
           r = tr; /* a label only the template sets */
         if (!r || r->complement)
           continue;
         for (uint32_t i = 0; i < r->nvals; i++)
-          if ((!tr || sched_req_allows(&s->rc, tr, r->vals[i])) &&
-              sched_map_get(&dk->idx, r->vals[i], &v))
+          if ((!tr || schd_req_allows(&s->rc, tr, r->vals[i])) &&
+              schd_map_get(&dk->idx, r->vals[i], &v))
             bs_set(pool->reach[k], v);
       }
     }
   }
   /* counts */
   for (uint32_t i = 0; i < s->ntgs; i++) {
-    struct sched_tg *t = &s->tgs[i];
+    struct schd_tg *t = &s->tgs[i];
     if (t->hostname) {
       t->cnt = carp_calloc(s->bwords * 64, sizeof(int32_t));
-      sched_breg(s, &t->occ);
+      schd_breg(s, &t->occ);
       if (t->type == TG_SPREAD) {
-        sched_breg(s, &t->atmax);
-        sched_breg(s, &t->over);
-        sched_breg(s, &t->owned);
+        schd_breg(s, &t->atmax);
+        schd_breg(s, &t->over);
+        schd_breg(s, &t->owned);
       }
     } else {
-      t->cnt = sched_zalloc(&s->arena,
-                            (s->dkeys[t->dkey].ndom + 1) * sizeof(int32_t));
+      t->cnt = schd_zalloc(&s->arena,
+                           (s->dkeys[t->dkey].ndom + 1) * sizeof(int32_t));
     }
   }
   s->topo_ready = 1;
   for (uint32_t bi = 0; bi < s->nbins; bi++) {
-    s->bins[bi].dom = sched_alloc(&s->arena, (s->ndkeys + 1) * sizeof(int32_t));
+    s->bins[bi].dom = schd_alloc(&s->arena, (s->ndkeys + 1) * sizeof(int32_t));
     for (uint32_t k = 0; k < s->ndkeys; k++)
       s->bins[bi].dom[k] = -3;
-    sched_bin_settle(s, bi);
+    schd_bin_settle(s, bi);
   }
   for (size_t i = 0; i < p->nbound_pods; i++) {
     const struct carp_sched_bound_pod *bp = &p->bound_pods[i];
-    sched_record_bound(s, bp, s->node_bin[bp->node]);
+    schd_record_bound(s, bp, s->node_bin[bp->node]);
   }
   return 0;
 }
