@@ -407,6 +407,7 @@ static int start_disruption(struct app *a)
   memset(&dopt, 0, sizeof(dopt));
   dopt.poll_interval_ms = (uint64_t)a->opts->disruption_poll_ms;
   dopt.validation_delay_ms = (uint64_t)a->opts->disruption_validation_ms;
+  dopt.command_timeout_ms = (uint64_t)a->opts->disruption_command_timeout_ms;
   if ((rc = add_controller(
            a, carp_disruption_new(&a->env, &dopt, &a->ctls[a->nctls]))) ||
       (rc = add_controller(a,

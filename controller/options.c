@@ -89,12 +89,17 @@ static const struct opt opts[] = {
      "Burst of requests allowed above --kube-client-qps."},
     {"disruption-poll-interval", "DISRUPTION_POLL_INTERVAL", OPT_DURATION,
      "10s", OFF(disruption_poll_ms), "DURATION",
-     "How often the disruption controller looks for empty and expired "
-     "nodes."},
+     "How often the disruption controller looks for empty, underused and "
+     "expired nodes."},
     {"disruption-validation-delay", "DISRUPTION_VALIDATION_DELAY", OPT_DURATION,
      "15s", OFF(disruption_validation_ms), "DURATION",
      "How long a disruption decision waits before it is checked again and "
      "carried out."},
+    {"disruption-command-timeout", "DISRUPTION_COMMAND_TIMEOUT", OPT_DURATION,
+     "10m", OFF(disruption_command_timeout_ms), "DURATION",
+     "How long a consolidation's replacement may take to initialize before "
+     "the command is rolled back (and how long disrupted nodes may take to "
+     "go before the next decision)."},
     {"gc-interval", "GC_INTERVAL", OPT_DURATION, "2m", OFF(gc_interval_ms),
      "DURATION",
      "How often VMs are compared with NodeClaims to remove leaked VMs and "
@@ -343,9 +348,11 @@ enum carp_options_result carp_options_parse(struct carp_options *o, int argc,
   }
 
   if (o->disruption_poll_ms <= 0 || o->disruption_validation_ms <= 0 ||
-      o->gc_interval_ms <= 0 || o->gc_leaked_vm_grace_ms <= 0) {
+      o->disruption_command_timeout_ms <= 0 || o->gc_interval_ms <= 0 ||
+      o->gc_leaked_vm_grace_ms <= 0) {
     fprintf(err, "carpenter: --disruption-poll-interval, "
-                 "--disruption-validation-delay, --gc-interval and "
+                 "--disruption-validation-delay, "
+                 "--disruption-command-timeout, --gc-interval and "
                  "--gc-leaked-vm-grace must be greater than 0\n");
     return CARP_OPTIONS_ERROR;
   }

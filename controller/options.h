@@ -25,10 +25,11 @@ struct carp_options {
   double kube_client_qps;
   int kube_client_burst;
   char *cluster_name;
-  int64_t disruption_poll_ms;       /* --disruption-poll-interval */
-  int64_t disruption_validation_ms; /* --disruption-validation-delay */
-  int64_t gc_interval_ms;           /* --gc-interval */
-  int64_t gc_leaked_vm_grace_ms;    /* --gc-leaked-vm-grace */
+  int64_t disruption_poll_ms;            /* --disruption-poll-interval */
+  int64_t disruption_validation_ms;      /* --disruption-validation-delay */
+  int64_t disruption_command_timeout_ms; /* --disruption-command-timeout */
+  int64_t gc_interval_ms;                /* --gc-interval */
+  int64_t gc_leaked_vm_grace_ms;         /* --gc-leaked-vm-grace */
 };
 
 enum carp_options_result {
