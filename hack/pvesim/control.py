@@ -149,6 +149,14 @@ class Control:
             if method == "POST":
                 self.faults.update(json.loads(body or b"{}"))
             return self.faults.snapshot()
+        if path == "/_sim/guests":
+            if method == "POST":
+                d = json.loads(body or b"{}")
+                if "hold_registration" in d:
+                    with self.guests.lock:
+                        self.guests.hold_registration = bool(d["hold_registration"])
+                        self.guests.cond.notify_all()
+            return {"hold_registration": self.guests.hold_registration}
         if method == "GET" and path == "/_sim/tokens":
             return self.info
         if method == "POST" and path == "/_sim/stats-tick":

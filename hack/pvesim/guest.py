@@ -193,6 +193,9 @@ class GuestManager:
                                                           thread_name_prefix="pvesim-kubelet")
         self.thread = threading.Thread(target=self._run, name="pvesim-guests", daemon=True)
         self.stopped = False
+        # POST /_sim/guests {"hold_registration": true}: booted guests do not
+        # register their Node until it is false again (a broken image).
+        self.hold_registration = False
 
     def start(self):
         if self.opts.kubeconfig:
@@ -273,7 +276,7 @@ class GuestManager:
                     _, _, g, gen, action = heapq.heappop(self.heap)
                     if not self._current(g, gen):
                         continue
-                    if g.paused:
+                    if g.paused or (action == "register" and self.hold_registration):
                         self._push(now + self.opts.heartbeat_seconds, g, action)
                         continue
                     self.pool.submit(self._do, g, gen, action)

@@ -12,8 +12,9 @@
  *                consolidateAfter. Ordered by Karpenter's disruption cost.
  *   Methods      in Karpenter's order, the first that finds something:
  *                empty nodes (budget reason Empty, any policy), then, for
- *                WhenEmptyOrUnderutilized and Balanced pools and while no
- *                pod is pending, multi-node consolidation (the longest
+ *                WhenEmptyOrUnderutilized and Balanced pools (pending
+ *                pods counted in every simulation), multi-node
+ *                consolidation (the longest
  *                prefix of the candidates that can be deleted, or replaced
  *                by one strictly cheaper node) and single-node
  *                consolidation (budget reason Underutilized). Balanced

@@ -297,18 +297,6 @@ static void add_blocked(struct dis_analysis *out, size_t *cap,
   }
 }
 
-static size_t count_pending(const struct carp_cluster *c)
-{
-  struct carp_store_iter it;
-  struct carp_objmeta *m;
-  size_t n = 0;
-  carp_store_iter_init(&it);
-  while ((m = carp_store_next(carp_informer_store(c->pods), &it)))
-    if (carp_pod_is_provisionable((const struct carp_pod *)m))
-      n++;
-  return n;
-}
-
 void carp__dis_analyze(const struct carp_cluster *c,
                        struct carp_provider *provider, int64_t now_ms,
                        int64_t active_since_ms, struct dis_analysis *out)
@@ -392,7 +380,6 @@ void carp__dis_analyze(const struct carp_cluster *c,
   }
   if (out->ncands > 1)
     qsort(out->cands, out->ncands, sizeof(*out->cands), by_cost);
-  out->pending = count_pending(c);
   prices_free(&pl);
 }
 

@@ -193,6 +193,9 @@ static void decide(struct carp_disruption *d, const struct dis_analysis *a,
                   found ? carp__dis_method_name(cmd.method) : "single"),
       (double)(carp_controller_mono(c) - t0) / 1000.0);
   for (i = 0; i < notes.n; i++) {
+    CARP_LOG_DEBUG("disruption", "not consolidatable",
+                   CARP_F_STR("nodeclaim", notes.v[i].nc->meta.name),
+                   CARP_F_STR("why", notes.v[i].why));
     unconsolidatable(d, notes.v[i].nc, notes.v[i].node, notes.v[i].why, now);
     if (notes.v[i].score >= 0) {
       carp_metric_observe(d->m_score,

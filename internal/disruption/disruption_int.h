@@ -70,7 +70,6 @@ struct dis_analysis {
   size_t ncands;
   struct dis_blocked *blocked; /* consolidatable in time but blocked */
   size_t nblocked;
-  size_t pending; /* provisionable pods not bound anywhere */
 };
 
 /* Whether a NodeClaim is Carpenter's (a ProxmoxNodeClass). */
@@ -152,6 +151,9 @@ void carp__dis_sim_run(struct dis_sim *s, const size_t *idx, size_t n,
  * filterOutSameInstanceType). */
 void carp__dis_sim_run_multi(struct dis_sim *s, const size_t *idx, size_t n,
                              struct dis_plan *out);
+/* Whether the candidates' pods have room on the rest of the cluster plus
+ * at most one new NodeClaim, whatever it costs. */
+int carp__dis_sim_fits(struct dis_sim *s, const size_t *idx, size_t n);
 void carp__dis_plan_cleanup(struct dis_plan *p);
 
 /* ---- the methods (methods.c) ---- */

@@ -4,11 +4,12 @@
  *
  * Multi-node consolidation looks at every candidate, not the first 100:
  * a binary search over the candidates in disruption-cost order finds the
- * longest prefix that can be deleted, or replaced by one cheaper node, in
- * O(log n) simulations. Single-node consolidation tries each candidate in
- * turn and stops at the first that can go. Consolidation waits while pods
- * are pending: the cluster is growing, and moving pods then only adds
- * churn (and could take room the pending pods are about to be given).
+ * longest prefix whose pods have room with at most one new node, in
+ * O(log n) simulations; that prefix (or, if its replacement saves nothing,
+ * one of the next few shorter ones) is deleted or replaced by one cheaper
+ * node. Single-node consolidation tries each candidate in
+ * turn and stops at the first that can go. Pods waiting for a place are
+ * in every simulation, so a move never takes the room they need.
  *
  * Balanced pools (consolidationPolicy: Balanced) accept a move only when
  * the share of the pools' price it saves is at least half the share of
@@ -206,34 +207,40 @@ static size_t consolidation_candidates(const struct dis_analysis *a,
   return n;
 }
 
+/* How many sizes below the largest that fits are priced before giving up:
+ * a prefix whose replacement costs what it replaces can be followed by a
+ * longer one that saves. */
+#define PRICE_STEPS 3
+
 static int multi_node(struct dis_sim *sim, const struct dis_analysis *a,
                       const size_t *cands, size_t n, struct dis_command *cmd)
 {
-  size_t lo = 2, hi = n, found = 0;
-  struct dis_command best;
+  size_t lo = 2, hi = n, fit = 0, k, tries;
   char why[256];
-  memset(&best, 0, sizeof(best));
+  /* The longest prefix whose pods have room with at most one new node:
+   * room only grows scarcer as the prefix grows, so this search is sound
+   * where one on price is not (three 2-vCPU nodes can fold into one
+   * 4-vCPU node when two of them cannot, for want of savings). */
   while (lo <= hi) {
     size_t mid = lo + (hi - lo) / 2;
-    struct dis_plan plan;
-    struct dis_command c;
-    double rejected = -1;
-    carp__dis_sim_run_multi(sim, cands, mid, &plan);
-    if (plan.decision != DIS_NONE &&
-        accept_move(a, cands, mid, DIS_MULTI, &plan, &c, why, sizeof(why),
-                    &rejected)) {
-      carp__dis_command_cleanup(&best);
-      best = c;
-      found = 1;
+    if (carp__dis_sim_fits(sim, cands, mid)) {
+      fit = mid;
       lo = mid + 1;
     } else {
       hi = mid - 1;
     }
+  }
+  for (k = fit, tries = 0; k >= 2 && tries < PRICE_STEPS; k--, tries++) {
+    struct dis_plan plan;
+    double rejected = -1;
+    carp__dis_sim_run_multi(sim, cands, k, &plan);
+    if (plan.decision != DIS_NONE &&
+        accept_move(a, cands, k, DIS_MULTI, &plan, cmd, why, sizeof(why),
+                    &rejected))
+      return 1;
     carp__dis_plan_cleanup(&plan);
   }
-  if (found)
-    *cmd = best;
-  return found;
+  return 0;
 }
 
 static int single_node(struct dis_sim *sim, const struct dis_analysis *a,
@@ -272,8 +279,6 @@ int carp__dis_decide(const struct carp_cluster *c,
   int found = 0, rc;
   if (emptiness(a, cmd))
     return 1;
-  if (a->pending)
-    return 0;
   cands = carp_calloc(a->ncands + 1, sizeof(size_t));
   n = consolidation_candidates(a, 0, cands);
   if (!n) {
@@ -296,6 +301,8 @@ int carp__dis_decide(const struct carp_cluster *c,
   }
   if (!found)
     found = single_node(sim, a, cands, n, cmd, notes);
+  CARP_LOG_DEBUG("disruption", "consolidation evaluated",
+                 CARP_F_UINT("candidates", n), CARP_F_BOOL("found", found));
   carp__dis_sim_free(sim);
   carp_free(cands);
   return found;

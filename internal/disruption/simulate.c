@@ -46,6 +46,8 @@ struct dis_sim {
   size_t *node_idx;  /* candidate -> index in pr.p.nodes, or SIZE_MAX */
   size_t *pod_start; /* candidate -> its first pod in pr.p.pods */
   size_t *pod_count;
+  size_t pending_start; /* the pending pods, after every candidate's */
+  size_t npending;
   uint8_t *removed; /* per problem node, during a run */
   struct carp_sched_pod *pods_buf;
   struct carp_sched_bound_pod *bound_buf;
@@ -239,6 +241,7 @@ int carp__dis_sim_new(const struct carp_cluster *c,
     carp_cluster_pods_on_node(c, a->cands[i].node->meta.name, &n);
     total += n;
   }
+  total += carp_store_len(carp_informer_store(c->pods));
   pending = carp_calloc(total + 1, sizeof(*pending));
   s->pod_start = carp_calloc(a->ncands + 1, sizeof(size_t));
   s->pod_count = carp_calloc(a->ncands + 1, sizeof(size_t));
@@ -252,6 +255,18 @@ int carp__dis_sim_new(const struct carp_cluster *c,
         pending[k++] = (const struct carp_pod *)pods[j];
     s->pod_count[i] = k - s->pod_start[i];
   }
+  /* Pods waiting for a place take room too; the provisioner gives them
+   * their own nodes. */
+  s->pending_start = k;
+  {
+    struct carp_store_iter it;
+    struct carp_objmeta *m;
+    carp_store_iter_init(&it);
+    while ((m = carp_store_next(carp_informer_store(c->pods), &it)))
+      if (carp_pod_is_provisionable((const struct carp_pod *)m) && k < total)
+        pending[k++] = (const struct carp_pod *)m;
+  }
+  s->npending = k - s->pending_start;
   memset(&in, 0, sizeof(in));
   in.pending = pending;
   in.npending = k;
@@ -304,21 +319,6 @@ void carp__dis_plan_cleanup(struct dis_plan *p)
   carp_resources_cleanup(&p->repl.capacity);
   carp_free(p->moves);
   memset(p, 0, sizeof(*p));
-}
-
-static void record_moves(struct dis_sim *s, const struct carp_sched_problem *p,
-                         const struct carp_sched_result *res,
-                         struct dis_plan *out)
-{
-  size_t i;
-  out->moves = carp_calloc(p->npods + 1, sizeof(*out->moves));
-  out->nmoves = p->npods;
-  for (i = 0; i < p->npods; i++) {
-    out->moves[i].pod_uid = p->pods[i].uid;
-    out->moves[i].node = res->assignments[i].target == CARP_SCHED_ON_NODE
-                             ? s->pr.node_names[res->assignments[i].index]
-                             : NULL;
-  }
 }
 
 /* No: why, and the detail it names (may be NULL). */
@@ -374,23 +374,78 @@ static void replacement(struct dis_sim *s, const struct carp_sched_claim *cl,
   out->repl.types = carp_buf_steal(&types, NULL);
 }
 
+/* Where the run's candidate pods went (the pending pods after them are
+ * the provisioner's business). */
+static void record_moves(struct dis_sim *s, const struct carp_sched_problem *p,
+                         const struct carp_sched_result *res, size_t ncand,
+                         struct dis_plan *out)
+{
+  size_t i;
+  out->moves = carp_calloc(ncand + 1, sizeof(*out->moves));
+  out->nmoves = ncand;
+  for (i = 0; i < ncand; i++) {
+    out->moves[i].pod_uid = p->pods[i].uid;
+    out->moves[i].node = res->assignments[i].target == CARP_SCHED_ON_NODE
+                             ? s->pr.node_names[res->assignments[i].index]
+                             : NULL;
+  }
+}
+
+/* The one new claim holding candidate pods (pods below ncand), NULL when
+ * none does; *more when several do. */
+static const struct carp_sched_claim *
+candidate_claim(const struct carp_sched_result *res, size_t ncand, int *more)
+{
+  const struct carp_sched_claim *found = NULL;
+  size_t c, i;
+  *more = 0;
+  for (c = 0; c < res->nclaims; c++) {
+    for (i = 0; i < res->claims[c].npods; i++)
+      if (res->claims[c].pods[i] < ncand)
+        break;
+    if (i == res->claims[c].npods)
+      continue; /* pending pods only: the provisioner's */
+    if (found)
+      *more = 1;
+    found = &res->claims[c];
+  }
+  return found;
+}
+
+/* The first candidate pod the solve could not place, or NULL. */
+static const struct carp_sched_unschedulable *
+stuck(const struct carp_sched_result *res, size_t ncand)
+{
+  size_t i;
+  for (i = 0; i < res->nunschedulable; i++)
+    if (res->unschedulable[i].pod < ncand)
+      return &res->unschedulable[i];
+  return NULL;
+}
+
+/* multi: the multi-node price rule; priced 0: any replacement will do (a
+ * question of room only). */
 static void run(struct dis_sim *s, const size_t *idx, size_t n,
-                int allow_replace, int multi, struct dis_plan *out)
+                int allow_replace, int multi, int priced, struct dis_plan *out)
 {
   struct carp_sched_problem p = s->pr.p;
   struct carp_sched_result *res = NULL;
   struct carp_sched_node *nodes = (struct carp_sched_node *)s->pr.p.nodes;
+  const struct carp_sched_unschedulable *u;
+  const struct carp_sched_claim *cl;
   double price_now = 0;
-  size_t i, npods = 0, nbound;
-  int unknown_price = 0;
+  size_t i, npods = 0, nbound, ncand;
+  int unknown_price = 0, more;
 
   memset(out, 0, sizeof(*out));
-  for (i = 0; i < n; i++) {
-    const struct dis_cand *cd = &s->a->cands[idx[i]];
+  for (i = 0; i < n; i++)
     if (s->node_idx[idx[i]] == NO_NODE) {
-      none(out, "not in the simulation: node ", cd->node->meta.name);
+      none(out, "not in the simulation: node ",
+           s->a->cands[idx[i]].node->meta.name);
       return;
     }
+  for (i = 0; i < n; i++) {
+    const struct dis_cand *cd = &s->a->cands[idx[i]];
     s->removed[s->node_idx[idx[i]]] = 1;
     nodes[s->node_idx[idx[i]]].deleting = 1;
     memcpy(&s->pods_buf[npods], &s->pr.p.pods[s->pod_start[idx[i]]],
@@ -400,35 +455,41 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
       unknown_price = 1;
     price_now += cd->price;
   }
+  ncand = npods;
+  memcpy(&s->pods_buf[npods], &s->pr.p.pods[s->pending_start],
+         s->npending * sizeof(*s->pods_buf));
+  npods += s->npending;
   nbound = relevant_bound(s, npods);
   p.pods = s->pods_buf;
   p.npods = npods;
   p.bound_pods = s->bound_buf;
   p.nbound_pods = nbound;
   p.no_new_claims = !allow_replace || unknown_price;
-  p.max_new_claims = 1;
+  /* Pending pods may need claims of their own: then the count of claims
+   * holding candidate pods is checked here instead. */
+  p.max_new_claims = s->npending ? 0 : 1;
 
   if (carp_sched_solve(&p, &res)) {
     none(out, "the simulation failed", NULL);
-  } else if (res->nunschedulable) {
-    none(out, "its pods cannot move: ", res->unschedulable[0].message);
-  } else if (res->nclaims == 0) {
+  } else if ((u = stuck(res, ncand))) {
+    none(out, "its pods cannot move: ", u->message);
+  } else if (!(cl = candidate_claim(res, ncand, &more))) {
     out->decision = DIS_DELETE;
-  } else if (res->nclaims > 1) {
+  } else if (more) {
     none(out, "can't remove without creating more than one node", NULL);
   } else {
-    double cap = price_now;
-    if (multi)
-      cap = same_type_cap(s, &res->claims[0], idx, n, cap);
-    replacement(s, &res->claims[0], cap, out);
+    double cap = priced ? price_now : 0;
+    if (multi && priced)
+      cap = same_type_cap(s, cl, idx, n, cap);
+    replacement(s, cl, cap, out);
   }
   if (out->decision == DIS_NONE && unknown_price && allow_replace && res &&
-      res->nunschedulable)
+      stuck(res, ncand))
     snprintf(out->why, sizeof(out->why), "%s",
              "its price is unknown (instance type, zone or capacity type "
              "label missing)");
   if (out->decision != DIS_NONE)
-    record_moves(s, &p, res, out);
+    record_moves(s, &p, res, ncand, out);
   carp_sched_result_free(res);
   for (i = 0; i < n; i++) {
     s->removed[s->node_idx[idx[i]]] = 0;
@@ -439,11 +500,21 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
 void carp__dis_sim_run(struct dis_sim *s, const size_t *idx, size_t n,
                        int allow_replace, struct dis_plan *out)
 {
-  run(s, idx, n, allow_replace, 0, out);
+  run(s, idx, n, allow_replace, 0, 1, out);
 }
 
 void carp__dis_sim_run_multi(struct dis_sim *s, const size_t *idx, size_t n,
                              struct dis_plan *out)
 {
-  run(s, idx, n, 1, 1, out);
+  run(s, idx, n, 1, 1, 1, out);
+}
+
+int carp__dis_sim_fits(struct dis_sim *s, const size_t *idx, size_t n)
+{
+  struct dis_plan plan;
+  int fits;
+  run(s, idx, n, 1, 0, 0, &plan);
+  fits = plan.decision != DIS_NONE;
+  carp__dis_plan_cleanup(&plan);
+  return fits;
 }

@@ -201,6 +201,31 @@ static void test_multi_node_delete(void **state)
   kit_close(&k);
 }
 
+static void test_multi_node_folds_three_into_one(void **state)
+{
+  struct kit k;
+  (void)state;
+  /* Two 2-vCPU nodes cost what one 4-vCPU node does: folding two saves
+   * nothing, folding all three saves a third. */
+  setup(&k, "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
+            " consolidateAfter: 30s, budgets: [{nodes: '100%'}]}");
+  kit_node(&k, "a", "default", "c1.2VCPU-4GB");
+  kit_node(&k, "b", "default", "c1.2VCPU-4GB");
+  kit_node(&k, "c", "default", "c1.2VCPU-4GB");
+  kit_pod(&k, "default", "p-a", "a", 1200, RS_OWNER);
+  kit_pod(&k, "default", "p-b", "b", 1200, RS_OWNER);
+  kit_pod(&k, "default", "p-c", "c", 1200, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 30 * SEC + VALIDTN + 1 * SEC);
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 1);
+  assert_int_equal(kit_metric(&k,
+                              "karpenter_voluntary_disruption_decisions_total",
+                              CARP_VALUES("decision=\"replace\"",
+                                          "consolidation_type=\"multi\"")),
+                   1);
+  kit_close(&k);
+}
+
 /* Acts as the lifecycle controller for a NodeClaim: launched on its
  * cheapest option, registered, initialized, with its Node. */
 static void come_up(struct kit *k, const char *claim)
@@ -377,21 +402,26 @@ static void test_no_cheaper_replacement_no_move(void **state)
   kit_close(&k);
 }
 
-static void test_pending_pods_hold_consolidation(void **state)
+static void test_pending_pods_keep_their_room(void **state)
 {
   struct kit k;
   (void)state;
   setup(&k, "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
-            " consolidateAfter: 30s}");
-  kit_node(&k, "big", "default", "m1.4VCPU-32GB");
-  kit_pod(&k, "default", "small", "big", 500, RS_OWNER);
-  kit_pod(&k, "default", "waiting", NULL, 500, RS_OWNER);
+            " consolidateAfter: 30s, budgets: [{nodes: '100%'}]}");
+  kit_node(&k, "a", "default", "c1.4VCPU-8GB");
+  kit_node(&k, "b", "default", "c1.4VCPU-8GB");
+  kit_pod(&k, "default", "pa", "a", 1000, RS_OWNER);
+  /* b stays (do-not-disrupt): the only question is whether a can go. */
+  kit_pod(&k, "default", "pb", "b", 1000,
+          RS_OWNER ", annotations: {karpenter.sh/do-not-disrupt: 'true'}");
+  /* It fits on either node as it is, on neither once a's pod joins b. */
+  kit_pod(&k, "default", "waiting", NULL, 2800, RS_OWNER);
   kit_start(&k);
-  kit_advance(&k, 5 * 60 * SEC);
-  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 0);
-  kit_delete(&k, "Pod", "default/waiting");
-  kit_advance(&k, POLL + VALIDTN + POLL);
+  kit_advance(&k, 30 * SEC + VALIDTN + POLL);
+  /* Deleting a outright would leave the waiting pod no room: a is
+   * replaced by a node of its own size instead. */
   assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 1);
+  assert_false(deleting(&k, "a"));
   kit_close(&k);
 }
 
@@ -472,12 +502,13 @@ int main(void)
       cmocka_unit_test(test_budget_window_opens_and_closes),
       cmocka_unit_test(test_validation_drops_a_changed_candidate),
       cmocka_unit_test(test_multi_node_delete),
+      cmocka_unit_test(test_multi_node_folds_three_into_one),
       cmocka_unit_test(test_single_node_replace_after_initialized),
       cmocka_unit_test(test_replacement_never_initializes_rolls_back),
       cmocka_unit_test(test_pdb_blocks_with_event),
       cmocka_unit_test(test_do_not_disrupt_pod_blocks),
       cmocka_unit_test(test_no_cheaper_replacement_no_move),
-      cmocka_unit_test(test_pending_pods_hold_consolidation),
+      cmocka_unit_test(test_pending_pods_keep_their_room),
       cmocka_unit_test(test_balanced_rejects_a_poor_move),
       cmocka_unit_test(test_balanced_accepts_a_good_move),
       cmocka_unit_test(test_expiration_exact),
