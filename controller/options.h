@@ -15,6 +15,8 @@ struct carp_options {
   char *pve_config;
   int metrics_port;
   int health_probe_port;
+  char *metrics_bind_address;      /* an IP address */
+  char *health_probe_bind_address; /* an IP address */
   int leader_elect;
   char *leader_election_namespace;
   char *leader_election_name;

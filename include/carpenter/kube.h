@@ -154,6 +154,18 @@ void carp_kube_set_write_gate(struct carp_kube *k, carp_kube_gate_cb gate,
 /* Maps a metav1.Status reason (or, without one, the HTTP status) to a
  * CARP_E* code. */
 int carp_kube_error_of(long http_status, const char *reason);
+/* Whether a failed call is one a retry cannot fix: a malformed request
+ * (400), an invalid object (422), or a 404 for a path the server does not
+ * serve (not a missing object). Such calls back off to minutes. */
+int carp_kube_error_permanent(const struct carp_kube_result *res);
+
+/* A resourceVersion as API servers write it (a decimal uint64): 0 and the
+ * value, or CARP_EINVAL for anything else (see rv.c). */
+int carp_rv_parse(const char *rv, uint64_t *out);
+/* The newer of two resourceVersions; a (the caller's own) when they
+ * cannot be compared or are equal; the other when one is empty/NULL. */
+const char *carp_rv_newer(const char *a, const char *b);
+
 /* Requests made so far (all attempts); for tests and metrics. */
 uint64_t carp_kube_request_count(const struct carp_kube *k);
 
