@@ -62,6 +62,12 @@ struct carp_kube_result {
 
 typedef void (*carp_kube_cb)(const struct carp_kube_result *res, void *arg);
 
+/* The largest request body Carpenter builds: the API server's own limit
+ * (--max-request-bytes, 3 MB). A valid object (at most 1.5 MB in etcd)
+ * always fits in a patch this size; a body that still overflows is
+ * reported by its caller (log, event, condition), never dropped. */
+#define CARP_KUBE_MAX_BODY (3 * 1024 * 1024)
+
 enum carp_kube_patch {
   CARP_PATCH_MERGE = 0, /* application/merge-patch+json */
   CARP_PATCH_JSON,      /* application/json-patch+json */

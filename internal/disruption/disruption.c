@@ -256,7 +256,7 @@ static int taint_node(struct carp_disruption *d, const struct carp_node *node,
   struct carp_jw w;
   uint32_t i;
   int rc;
-  carp_buf_init(&body, 64 * 1024);
+  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
   carp_jw_key(&w, "metadata");

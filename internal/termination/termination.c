@@ -23,7 +23,6 @@
 #include "termination_int.h"
 
 #define VM_CHECK_MS       5000 /* how long a VM lookup stays fresh */
-#define VM_DELETE_RETRY   1000
 #define CLAIM_DELETE_WAIT 5000 /* for the cache to show a NodeClaim deleted */
 #define EXCLUDE_LB_LABEL                                                       \
   "node.kubernetes.io/exclude-from-external-load-balancers"
@@ -52,6 +51,7 @@ struct node_mem *carp__term_mem(struct carp_termination *t,
   m = CARP_NEW(struct node_mem);
   m->name = carp_strdup(node->meta.name);
   m->uid = carp_strdup(node->meta.uid);
+  carp_retry_init(&m->del_retry, 1000, 60 * 1000);
   carp_map_init(&m->pods);
   carp_map_puts(&t->mem, m->name, m);
   return m;
@@ -300,7 +300,7 @@ static void taint(struct carp_termination *t, const struct carp_node *node,
   struct carp_buf body;
   struct carp_jw w;
   uint32_t i;
-  carp_buf_init(&body, 64 * 1024);
+  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
   carp_jw_key(&w, "metadata");
@@ -322,7 +322,7 @@ static void taint(struct carp_termination *t, const struct carp_node *node,
   carp_jw_arr_end(&w);
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
-  if (carp_jw_finish(&w) ||
+  if (carp__term_finish_body(t, key, &w, "taint") ||
       carp__term_patch(t, key, &ref, body.ptr, body.len, on_tainted))
     carp__term_done(t, key, CARP_RECONCILE_ERROR, 0);
   carp_buf_free(&body);
@@ -341,19 +341,24 @@ static void on_vm_deleted(int status, const struct carp_provider_error *err,
   struct del_ctx *d = arg;
   struct carp_termination *t = d->t;
   struct node_mem *m = d->m;
+  uint64_t after = 0;
   m->del = NULL;
   m->del_done = 1;
   m->del_status = status;
-  if (status == CARP_ENOTFOUND)
+  if (status == 0)
+    carp_retry_reset(&m->del_retry);
+  if (status == CARP_ENOTFOUND) {
     m->vm_gone = 1;
-  else if (status && status != CARP_ECANCELED)
-    CARP_LOG_WARN("termination", "deleting the VM failed, will retry",
-                  CARP_F_STR("node", m->name), CARP_F_ERR(status),
-                  CARP_F_STR("message", err ? err->message : ""));
+  } else if (status && status != CARP_ECANCELED) {
+    after = carp_retry_fail(&m->del_retry, carp__term_now());
+    CARP_LOG_FOLDED(&t->fold, m->name, CARP_LOG_WARN, "termination",
+                    "deleting the VM failed, will retry",
+                    CARP_F_STR("node", m->name), CARP_F_ERR(status),
+                    CARP_F_STR("message", err ? err->message : ""),
+                    CARP_F_DURATION("retry_in", after));
+  }
   if (!t->closing && !m->dropped)
-    carp_workqueue_add_after(
-        t->queue, m->name,
-        status == 0 || status == CARP_ENOTFOUND ? 0 : VM_DELETE_RETRY);
+    carp_workqueue_add_after(t->queue, m->name, after);
   carp_free(d);
   carp__term_mem_release(t, m);
 }
@@ -420,7 +425,7 @@ static void remove_finalizer(struct carp_termination *t,
   struct carp_buf body;
   struct carp_jw w;
   uint32_t i;
-  carp_buf_init(&body, 4096);
+  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
   carp_jw_key(&w, "metadata");
@@ -446,7 +451,7 @@ static void remove_finalizer(struct carp_termination *t,
   carp__term_event(t, &node->meta, "v1", 0, "Terminated",
                    skipped_drain ? "Deleted node: its VM is gone"
                                  : "Deleted node: drained and its VM deleted");
-  if (carp_jw_finish(&w) ||
+  if (carp__term_finish_body(t, key, &w, "finalizer") ||
       carp__term_patch(t, key, &ref, body.ptr, body.len, on_finalizer_removed))
     carp__term_done(t, key, CARP_RECONCILE_ERROR, 0);
   carp_buf_free(&body);
@@ -590,8 +595,13 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
 
   /* 6. Delete the VM, until the provider says it is gone. */
   if (nc && pid && !m->vm_gone) {
+    uint64_t wait = carp_retry_wait(&m->del_retry, carp__term_now());
     if (m->del) {
       carp__term_done(t, key, CARP_RECONCILE_DONE, 0);
+      return;
+    }
+    if (wait) { /* the last delete failed */
+      carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, wait);
       return;
     }
     delete_vm(t, m, nc, pid, key);
@@ -706,6 +716,7 @@ int carp_termination_new(uv_loop_t *loop, struct carp_cluster *cluster,
   if (!t->o.concurrency)
     t->o.concurrency = 64;
   carp_map_init(&t->mem);
+  carp_logfold_init(&t->fold, 0, 0);
   memset(&qo, 0, sizeof(qo));
   qo.name = "node.termination";
   qo.concurrency = t->o.concurrency;
@@ -766,6 +777,7 @@ static void finish_close(struct carp_termination *t)
   while (carp_map_next(&t->mem, &it, NULL, NULL, &v))
     mem_free(v);
   carp_map_free(&t->mem);
+  carp_logfold_free(&t->fold);
   t->closed = 1;
   if (cb)
     cb(arg);

@@ -5,7 +5,10 @@
 #ifndef CARP_TERMINATION_INT_H
 #define CARP_TERMINATION_INT_H
 
+#include "carpenter/backoff.h"
 #include "carpenter/buf.h"
+#include "carpenter/json.h"
+#include "carpenter/logfold.h"
 #include "carpenter/map.h"
 #include "carpenter/nodeclaim.h"
 #include "carpenter/termination.h"
@@ -22,9 +25,12 @@ struct pod_drain {
   struct carp_kube_op *evict; /* eviction in flight */
   int deleting;               /* a deadline delete in flight */
   int deleted;                /* a deadline delete was accepted */
-  unsigned failures;          /* evictions refused in a row */
-  int64_t next_ms;            /* no new eviction before this (wall ms) */
-  int seen;                   /* still on the node at the last reconcile */
+  /* Refused evictions back off: 100 ms doubling to 10 s, with jitter; an
+   * answer a retry cannot fix (400, 422, a 404 without the pod) waits
+   * minutes. next_ms is also set after a success, to give the cache time. */
+  struct carp_retry retry;
+  int64_t next_ms; /* no new eviction before this (wall ms) */
+  int seen;        /* still on the node at the last reconcile */
 };
 
 /* What the controller remembers of one Node being terminated. */
@@ -40,6 +46,7 @@ struct node_mem {
   struct carp_provider_op *del; /* VM delete in flight */
   int del_done;
   int del_status;
+  struct carp_retry del_retry; /* failed VM deletes back off */
   int64_t drain_start_ms;
   int64_t failed_event_ms;  /* last FailedDraining event */
   int announced;            /* Draining / deadline events sent */
@@ -67,6 +74,7 @@ struct carp_termination {
   struct carp_metric *m_drained;
   struct carp_metric *m_evictions;
   struct carp_metric *m_pods_drained;
+  struct carp_logfold fold; /* lines that repeat per retry */
 };
 
 struct node_mem *carp__term_mem(struct carp_termination *t,
@@ -110,8 +118,12 @@ void carp__term_claim_condition(struct carp_termination *t,
                                 const struct carp_nodeclaim *nc,
                                 const char *type, enum carp_cond_status status,
                                 const char *reason, const char *message);
-/* The usual ending of a write: requeue on success, shortly on a conflict,
- * back off on errors. */
+/* Finishes a body built with w; on failure (a buffer overflow) logs it,
+ * raises a WriteFailed event on the Node and returns the error. */
+int carp__term_finish_body(struct carp_termination *t, const char *key,
+                           struct carp_jw *w, const char *what);
+/* The usual ending of a write: requeue on success, back off on a conflict
+ * (the cache is re-read) and on errors. */
 void carp__term_after_write(struct carp_termination *t, const char *key,
                             const struct carp_kube_result *res);
 

@@ -7,6 +7,7 @@
 
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
+#include "carpenter/json.h"
 #include "carpenter/log.h"
 #include "carpenter/timeutil.h"
 #include "termination_int.h"
@@ -107,6 +108,23 @@ void carp__term_claim_condition(struct carp_termination *t,
   carp_nodeclaim_status_cleanup(&st);
 }
 
+int carp__term_finish_body(struct carp_termination *t, const char *key,
+                           struct carp_jw *w, const char *what)
+{
+  const struct carp_node *node;
+  int rc = carp_jw_finish(w);
+  if (!rc)
+    return 0;
+  CARP_LOG_FOLDED(&t->fold, key, CARP_LOG_ERROR, "termination",
+                  "cannot build a request body", CARP_F_STR("node", key),
+                  CARP_F_STR("write", what), CARP_F_ERR(rc));
+  node = carp_cluster_node(t->cluster, key);
+  if (node)
+    carp__term_event(t, &node->meta, "v1", 1, "WriteFailed",
+                     "Cannot build the %s write: %s", what, carp_strerror(rc));
+  return rc;
+}
+
 void carp__term_after_write(struct carp_termination *t, const char *key,
                             const struct carp_kube_result *res)
 {
@@ -115,8 +133,9 @@ void carp__term_after_write(struct carp_termination *t, const char *key,
     return;
   }
   if (res->err == CARP_ECONFLICT) {
-    /* Our cache is behind the server: look again shortly. */
-    carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, 100);
+    /* Our cache is behind the server: look again once it caught up,
+     * backing off (100 ms doubling) if it does not. */
+    carp__term_done(t, key, CARP_RECONCILE_ERROR, 0);
     return;
   }
   if (res->err == CARP_ENOTFOUND) {
@@ -124,7 +143,8 @@ void carp__term_after_write(struct carp_termination *t, const char *key,
     return;
   }
   if (res->err != CARP_ENOTLEADER && res->err != CARP_ECANCELED)
-    CARP_LOG_WARN("termination", "write failed", CARP_F_STR("node", key),
-                  CARP_F_ERR(res->err), CARP_F_STR("message", res->message));
+    CARP_LOG_FOLDED(&t->fold, key, CARP_LOG_WARN, "termination", "write failed",
+                    CARP_F_STR("node", key), CARP_F_ERR(res->err),
+                    CARP_F_STR("message", res->message));
   carp__term_done(t, key, CARP_RECONCILE_ERROR, 0);
 }
