@@ -473,6 +473,7 @@ static int start_controllers(struct app *a)
   int rc;
   memset(&mo, 0, sizeof(mo));
   mo.metrics = a->metrics;
+  mo.pod_series_limit = (size_t)a->opts->metrics_pod_series_limit;
   memset(&npo, 0, sizeof(npo));
   npo.metrics = a->metrics;
   npo.on_ready = on_pool_ready;
@@ -554,6 +555,8 @@ static int start_kube(struct app *a)
   ro.metrics = a->metrics;
   ro.instance = a->identity;
   rc = carp_recorder_new(&a->loop, a->kube, &ro, &a->recorder);
+  if (!rc)
+    rc = carp_cluster_report_invalid(a->cluster, a->recorder);
   if (rc)
     return rc;
   if ((rc = start_provider(a)) || (rc = start_controllers(a)))

@@ -63,6 +63,11 @@ static const struct opt opts[] = {
      "Address the metrics port listens on: 127.0.0.1 keeps it on this "
      "host, 0.0.0.0 (or ::) opens it on every interface, as a pod needs "
      "for Prometheus (the Helm chart sets 0.0.0.0)."},
+    {"metrics-pod-series-limit", "METRICS_POD_SERIES_LIMIT", OPT_POSITIVE_INT,
+     "5000", OFF(metrics_pod_series_limit), "N",
+     "Most karpenter_pods_state series a scrape carries (one per pod; pods "
+     "pending, not running or not ready come first); "
+     "carpenter_pods_state_series_omitted counts the pods left out."},
     {"health-probe-port", "HEALTH_PROBE_PORT", OPT_PORT, "8081",
      OFF(health_probe_port), "PORT",
      "Port serving /healthz and /readyz (0 picks one)."},

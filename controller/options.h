@@ -31,6 +31,7 @@ struct carp_options {
   int64_t disruption_validation_ms; /* --disruption-validation-delay */
   int64_t gc_interval_ms;           /* --gc-interval */
   int64_t gc_leaked_vm_grace_ms;    /* --gc-leaked-vm-grace */
+  int metrics_pod_series_limit;     /* --metrics-pod-series-limit */
 };
 
 enum carp_options_result {

@@ -1,7 +1,8 @@
 /* finalize.c: a NodeClaim being deleted. In order: stop a launch still in
  * flight; delete the Node and wait until it is gone (its own finalizer
  * makes the termination controller drain it first); delete the VM, again
- * and again until the provider says it is gone; then remove the
+ * and again until the provider says it is gone (InstanceTerminating=True
+ * is written first, as Karpenter does); then remove the
  * karpenter.sh/termination finalizer. A NodeClaim that only carries the
  * write-ahead annotation (its create never finished) is guarded by its
  * UID: a VM that names another NodeClaim is never touched. */
@@ -191,6 +192,20 @@ void carp__lc_finalize(struct carp_lifecycle *l,
     /* The last delete failed: its callback queued us for later. */
     carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER,
                   carp_retry_wait(&m->del_retry, carp__lc_now()));
+    return;
+  }
+  if (!carp_conditions_is_true(&nc->status.conditions,
+                               CARP_COND_INSTANCE_TERMINATING)) {
+    /* As Karpenter: the condition says the delete was asked for. */
+    struct carp_nodeclaim_status st;
+    carp_nodeclaim_status_copy(&st, &nc->status);
+    carp_conditions_set(&st.conditions, &carp_condset_nodeclaim,
+                        CARP_COND_INSTANCE_TERMINATING, CARP_COND_TRUE,
+                        "InstanceTerminating", "", nc->meta.generation,
+                        carp__lc_now());
+    if (carp__lc_write_status(l, nc, &st, NULL, key, carp__lc_after_write))
+      carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+    carp_nodeclaim_status_cleanup(&st);
     return;
   }
   {

@@ -476,7 +476,7 @@ static void drained(struct carp_termination *t, struct node_mem *m,
   if (nc) {
     carp__term_event(t, &nc->meta, "karpenter.sh/v1", 0, "Drained",
                      "Drained node %s", node->meta.name);
-    carp__term_claim_condition(t, nc, CARP_COND_DRAINED, CARP_COND_TRUE,
+    carp__term_claim_condition(t, m, nc, CARP_COND_DRAINED, CARP_COND_TRUE,
                                "Drained", "");
   }
 }
@@ -583,8 +583,8 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
       char msg[96];
       if (nc) {
         snprintf(msg, sizeof(msg), "%zu pods are waiting to be evicted", left);
-        carp__term_claim_condition(t, nc, CARP_COND_DRAINED, CARP_COND_UNKNOWN,
-                                   "Draining", msg);
+        carp__term_claim_condition(t, m, nc, CARP_COND_DRAINED,
+                                   CARP_COND_UNKNOWN, "Draining", msg);
       }
       carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER,
                       retry_ms ? retry_ms : 1);
@@ -592,10 +592,21 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
     }
     drained(t, m, node, nc);
   }
+  if (nc) /* again until the cache shows it (the first write may conflict) */
+    carp__term_claim_condition(t, m, nc, CARP_COND_DRAINED, CARP_COND_TRUE,
+                               "Drained", "");
 
-  /* 6. Delete the VM, until the provider says it is gone. */
+  /* 6. The drained pods' volumes are detached before the VM stops. */
+  if (carp__term_volumes(t, m, node, nc, deadline, &retry_ms)) {
+    carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, retry_ms);
+    return;
+  }
+
+  /* 7. Delete the VM, until the provider says it is gone. */
   if (nc && pid && !m->vm_gone) {
     uint64_t wait = carp_retry_wait(&m->del_retry, carp__term_now());
+    carp__term_claim_condition(t, m, nc, CARP_COND_INSTANCE_TERMINATING,
+                               CARP_COND_TRUE, "InstanceTerminating", "");
     if (m->del) {
       carp__term_done(t, key, CARP_RECONCILE_DONE, 0);
       return;
@@ -608,7 +619,7 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
     return;
   }
 
-  /* 7. Let the Node go. */
+  /* 8. Let the Node go. */
   remove_finalizer(t, node, nc, key, 0);
 }
 
@@ -658,6 +669,26 @@ static void pod_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
   pod_event(obj, arg);
 }
 
+/* A VolumeAttachment went (or changed): its node may stop now. */
+static void va_event(struct carp_objmeta *obj, void *arg)
+{
+  struct carp_termination *t = arg;
+  const struct carp_volumeattachment *va =
+      (const struct carp_volumeattachment *)obj;
+  const struct carp_node *n;
+  if (!t->active || t->closing || !va->node_name || !*va->node_name)
+    return;
+  n = carp_cluster_node(t->cluster, va->node_name);
+  if (n && terminating(n))
+    carp_workqueue_add(t->queue, n->meta.name);
+}
+
+static void va_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
+                       void *arg)
+{
+  va_event(obj, arg);
+}
+
 static void claim_event(struct carp_objmeta *obj, void *arg)
 {
   struct carp_termination *t = arg;
@@ -703,6 +734,8 @@ int carp_termination_new(uv_loop_t *loop, struct carp_cluster *cluster,
                                       .on_delete = pod_event};
   struct carp_informer_handlers ch = {.on_add = claim_event,
                                       .on_update = claim_updated};
+  struct carp_informer_handlers vh = {.on_update = va_updated,
+                                      .on_delete = va_event};
   int rc;
   if (!loop || !cluster || !kube || !provider || !out)
     return CARP_EINVAL;
@@ -730,13 +763,14 @@ int carp_termination_new(uv_loop_t *loop, struct carp_cluster *cluster,
     carp_free(t);
     return rc;
   }
-  nh.arg = ph.arg = ch.arg = t;
+  nh.arg = ph.arg = ch.arg = vh.arg = t;
   /* Handlers added before a failure hold t: it is handed out anyway, to
    * be closed and freed like a working one (it never acts). */
   *out = t;
   if ((rc = carp_informer_add_handlers(cluster->nodes, &nh)) ||
       (rc = carp_informer_add_handlers(cluster->pods, &ph)) ||
-      (rc = carp_informer_add_handlers(cluster->nodeclaims, &ch)))
+      (rc = carp_informer_add_handlers(cluster->nodeclaims, &ch)) ||
+      (rc = carp_informer_add_handlers(cluster->volumeattachments, &vh)))
     return rc;
   if (t->o.metrics) {
     t->m_terminated = carp_metrics_counter(

@@ -54,6 +54,9 @@ struct node_mem {
   int stamping;             /* termination timestamp annotation in flight */
   int finalized;            /* finalizer removed: waiting for the Node to go */
   int64_t claim_deleted_ms; /* when its NodeClaim's delete was accepted */
+  int claim_writing;        /* a NodeClaim condition write in flight */
+  int volumes_done;         /* attachments gone, or the deadline passed */
+  int64_t volumes_event_ms; /* last AwaitingVolumeDetachment event */
 };
 
 struct carp_termination {
@@ -98,6 +101,13 @@ size_t carp__term_drain(struct carp_termination *t, struct node_mem *m,
                         const struct carp_node *node,
                         const struct carp_nodeclaim *nc, int64_t deadline_ms,
                         uint64_t *retry_ms);
+/* After the drain (volumes.c): the VolumeAttachments still to be deleted
+ * before the VM may stop (0: none, or the deadline passed); sets the
+ * VolumesDetached condition and *retry_ms. */
+size_t carp__term_volumes(struct carp_termination *t, struct node_mem *m,
+                          const struct carp_node *node,
+                          const struct carp_nodeclaim *nc, int64_t deadline_ms,
+                          uint64_t *retry_ms);
 /* Cancels the evictions in flight (close). */
 void carp__term_drain_cancel(struct node_mem *m);
 void carp__term_pods_free(struct node_mem *m);
@@ -113,11 +123,13 @@ int carp__term_delete(struct carp_termination *t, const char *key,
                       const struct carp_kube_ref *ref,
                       const struct carp_kube_delete_options *o,
                       carp_term_write_cb cb);
-/* Writes the NodeClaim's condition when it changes (a side write). */
-void carp__term_claim_condition(struct carp_termination *t,
-                                const struct carp_nodeclaim *nc,
-                                const char *type, enum carp_cond_status status,
-                                const char *reason, const char *message);
+/* Writes the NodeClaim's condition when it changes (a side write, one at
+ * a time per Node; a success queues the Node again). Returns whether the
+ * cached condition differs from the one wanted. */
+int carp__term_claim_condition(struct carp_termination *t, struct node_mem *m,
+                               const struct carp_nodeclaim *nc,
+                               const char *type, enum carp_cond_status status,
+                               const char *reason, const char *message);
 /* Finishes a body built with w; on failure (a buffer overflow) logs it,
  * raises a WriteFailed event on the Node and returns the error. */
 int carp__term_finish_body(struct carp_termination *t, const char *key,

@@ -43,6 +43,7 @@ static const char *const env_vars[] = {
     "METRICS_PORT",
     "HEALTH_PROBE_PORT",
     "METRICS_BIND_ADDRESS",
+    "METRICS_POD_SERIES_LIMIT",
     "HEALTH_PROBE_BIND_ADDRESS",
     "LEADER_ELECT",
     "LEADER_ELECTION_NAMESPACE",
@@ -77,6 +78,7 @@ static void test_defaults(void **state)
   assert_int_equal(o.health_probe_port, 8081);
   assert_string_equal(o.metrics_bind_address, "127.0.0.1");
   assert_string_equal(o.health_probe_bind_address, "127.0.0.1");
+  assert_int_equal(o.metrics_pod_series_limit, 5000);
   assert_int_equal(o.leader_elect, 1);
   assert_null(o.leader_election_namespace);
   assert_string_equal(o.leader_election_name, "carpenter-leader-election");
