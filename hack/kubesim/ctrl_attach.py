@@ -92,6 +92,8 @@ class AttachDetachController(Controller):
             for key, name in have.items():
                 if key not in wanted and name not in self.unwanted:
                     self.unwanted[name] = now + self.delay
+        if self.sim.faults and self.sim.faults.hold_detach:
+            return  # volumes stuck attached (a fault for tests)
         for name, due in list(self.unwanted.items()):
             if due <= now:
                 del self.unwanted[name]

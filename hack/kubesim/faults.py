@@ -30,6 +30,8 @@ class Faults:
         # Evictions answer 400 as a server without policy/v1 Eviction
         # (Kubernetes < 1.22) does.
         self.no_eviction_v1 = no_eviction_v1
+        # VolumeAttachments are not deleted (a volume stuck attached).
+        self.hold_detach = False
         self.injected = {"500": 0, "429": 0, "badBookmark": 0, "futureRv": 0, "eviction400": 0}
 
     def to_json(self):
@@ -37,6 +39,7 @@ class Faults:
                 "delayMs": self.delay_ms, "watchEndSeconds": self.watch_end, "compactEverySeconds": self.compact_every,
                 "match": self.match or "", "badBookmarks": self.bad_bookmarks,
                 "futureRvEvents": self.future_rv_events, "noEvictionV1": self.no_eviction_v1,
+                "holdDetach": self.hold_detach,
                 "injected": dict(self.injected)}
 
     def update(self, d):
@@ -47,7 +50,8 @@ class Faults:
                                    ("compactEverySeconds", "compact_every", float),
                                    ("badBookmarks", "bad_bookmarks", int),
                                    ("futureRvEvents", "future_rv_events", int),
-                                   ("noEvictionV1", "no_eviction_v1", bool)):
+                                   ("noEvictionV1", "no_eviction_v1", bool),
+                                   ("holdDetach", "hold_detach", bool)):
                 if key in d:
                     setattr(self, attr, typ(d[key]))
             if "match" in d:

@@ -117,6 +117,7 @@ static struct pod_drain *pod_mem(struct node_mem *m, const struct carp_pod *p)
     return d;
   d = CARP_NEW(struct pod_drain);
   carp_retry_init(&d->retry, EVICT_BASE_MS, EVICT_MAX_MS);
+  carp_retry_init(&d->del_retry, 1000, EVICT_MAX_MS);
   d->uid = carp_strdup(p->meta.uid);
   d->ns = carp_strdup(p->meta.namespace ? p->meta.namespace : "");
   d->name = carp_strdup(p->meta.name);
@@ -368,8 +369,7 @@ static void on_pod_deleted(const struct carp_kube_result *res, void *arg)
   if (!res->err || res->err == CARP_ENOTFOUND || res->err == CARP_ECONFLICT) {
     c->d->deleted = 1;
   } else if (res->err != CARP_ECANCELED && res->err != CARP_ENOTLEADER) {
-    after = carp_retry_fail(&c->d->retry, carp__term_now());
-    c->d->next_ms = c->d->retry.next_ms;
+    after = carp_retry_fail(&c->d->del_retry, carp__term_now());
     CARP_LOG_FOLDED(
         &t->fold, c->d->uid, CARP_LOG_WARN, "termination",
         "deleting pod failed, will retry", CARP_F_STR("node", m->name),
@@ -463,7 +463,7 @@ size_t carp__term_drain(struct carp_termination *t, struct node_mem *m,
       continue;
     if (deadline_ms != CARP_DURATION_NEVER &&
         now >= carp_drain_force_at(p, deadline_ms)) {
-      if (!d->deleting && !d->deleted && d->next_ms <= now)
+      if (!d->deleting && !d->deleted && !carp_retry_wait(&d->del_retry, now))
         force_delete(t, m, d, p, deadline_ms, now);
       continue;
     }

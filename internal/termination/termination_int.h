@@ -30,7 +30,10 @@ struct pod_drain {
    * minutes. next_ms is also set after a success, to give the cache time. */
   struct carp_retry retry;
   int64_t next_ms; /* no new eviction before this (wall ms) */
-  int seen;        /* still on the node at the last reconcile */
+  /* A failed deadline delete backs off on its own: the evictions' backoff
+   * (minutes after a 400) must not hold the deadline. */
+  struct carp_retry del_retry;
+  int seen; /* still on the node at the last reconcile */
 };
 
 /* What the controller remembers of one Node being terminated. */

@@ -19,9 +19,10 @@
 #include "carpenter/log.h"
 #include "termination_int.h"
 
-#define VOLUMES_POLL_MS  5000  /* VolumeAttachment events come sooner */
-#define VOLUMES_EVENT_MS 30000 /* AwaitingVolumeDetachment at most this often  \
-                                */
+#define VOLUMES_POLL_MS 5000 /* VolumeAttachment events come sooner */
+#define VOLUMES_EVENT_MS                                                       \
+  30000 /* AwaitingVolumeDetachment at most this often                         \
+         */
 
 /* Whether a pod that stays on the node (the drain is over: whatever is
  * left and not finished) still uses volume pv. */
