@@ -149,7 +149,8 @@ static void on_written(const struct carp_kube_result *res, void *arg)
   if (!res->err || res->err == CARP_ENOTFOUND) {
     done(c, x->key, CARP_RECONCILE_DONE, 0); /* the watch event follows */
   } else if (res->err == CARP_ECONFLICT) {
-    done(c, x->key, CARP_RECONCILE_REQUEUE_AFTER, 500);
+    /* The cache was behind: the next look re-reads it, backing off. */
+    done(c, x->key, CARP_RECONCILE_ERROR, 0);
   } else {
     if (res->err != CARP_ENOTLEADER && res->err != CARP_ECANCELED)
       CARP_LOG_WARN(LOGGER, "status write failed",

@@ -72,9 +72,7 @@ static void batch_finish(struct write_batch *b)
   struct carp_nodepool_controller *c = b->c;
   if (!b->err)
     done(c, b->key, CARP_RECONCILE_DONE, 0); /* the watch event follows */
-  else if (b->err == CARP_ECONFLICT)
-    done(c, b->key, CARP_RECONCILE_REQUEUE_AFTER, 500);
-  else
+  else /* a conflict too: the cache is re-read, backing off */
     done(c, b->key, CARP_RECONCILE_ERROR, 0);
   carp_free(b->key);
   carp_free(b);

@@ -9,10 +9,12 @@ Carpenter that holds the leader Lease:
 3. a create whose clone answer was lost is resumed onto its reserved VMID:
    the label and status writes after it use a fresh resourceVersion (no 409
    storm) and the claim launches;
-4. a Proxmox answering with 100 MB bodies: bounded memory and log, /healthz
-   alive, and recovery once the bodies are normal again;
+4. a Proxmox answering with 100 MB bodies (with and without
+   Content-Length) or bodies that are not JSON: bounded memory and log,
+   /healthz alive, and recovery once the bodies are normal again;
 6. a NodePool with 5,000 taints: its Node registers with every taint;
-7. NodePool template annotations reach the Node.
+7. NodePool template annotations reach the Node;
+8. an object Carpenter cannot decode gets a FailedDecode event.
 Each test leaves pve-sim's faults as it found them."""
 import json
 import os
@@ -135,6 +137,14 @@ class HardeningTest(unittest.TestCase):
         self.assertEqual(st, 200, body)
         return body["spec"]
 
+    def fresh(self, app, replicas=1, **kw):
+        """A NodePool of its own for app (nodes of earlier tests stay, as
+        consolidateAfter is Never) and app's Deployment on it: its pods
+        need a new NodeClaim."""
+        self.env.apply(nodepool(name=app, labels={"pool": app}))
+        self.env.apply(deployment(app, replicas, cpu="1", memory="1Gi",
+                                  node_selector={"pool": app}, **kw))
+
     def scale_down(self, app):
         self.env.kubectl("delete", "deployment", app, "--wait=false")
         wait_until(lambda: not pods(self.env, app), 60,
@@ -192,7 +202,7 @@ class HardeningTest(unittest.TestCase):
 
     def test_2_proxmox_500s_back_off(self):
         self.env.pve.control("POST", "faults", {"fault_500": 1.0})
-        self.env.apply(deployment("refused", 1, cpu="1", memory="1Gi"))
+        self.fresh("refused")
         self.wait_line("launch failed, will retry", 60)
         lines = self.count("launch failed, will retry")
         start = time.time()
@@ -220,7 +230,7 @@ class HardeningTest(unittest.TestCase):
         # moves the claim's resourceVersion on; the next create resumes onto
         # the reserved VMID.
         self.env.pve.control("POST", "faults", {"fail_clone": 1.0})
-        self.env.apply(deployment("resumed", 1, cpu="1", memory="1Gi"))
+        self.fresh("resumed")
 
         # The test before may have left such a line: take a new claim's.
         before = {r.get("nodeclaim")
@@ -249,18 +259,18 @@ class HardeningTest(unittest.TestCase):
 
     # ---- 4 ----
 
-    def test_4_huge_proxmox_bodies(self):
-        for mode in os.environ.get("HUGE_MODES", "huge,huge-stream").split(","):
+    def test_4_huge_or_malformed_proxmox_bodies(self):
+        for mode in ("huge", "huge-stream", "malformed"):
             self.env.pve.control("POST", "faults", {
                 "fault_body": 1.0, "fault_body_mode": mode,
                 "fault_body_bytes": 100 << 20, "fault_methods": ["GET"]})
             app = "huge-" + mode.replace("-", "")
             failed = self.count("create failed")
-            self.env.apply(deployment(app, 2, cpu="1", memory="1Gi"))
+            self.fresh(app, 2)
             # Creates fail (their Proxmox answers are over the size cap);
             # what follows is what the probe saw loop.
             wait_until(lambda: self.count("create failed") > failed, 120,
-                       what="a create failed on a huge answer")
+                       what="a create failed on a bad answer")
             refused = self.count("create refused")
             failed = self.count("create failed")
             peak = 0.0
@@ -324,6 +334,32 @@ class HardeningTest(unittest.TestCase):
         self.assertEqual(ann.get("example.com/team"), "storage")
         self.assertEqual(ann.get("owner"), "ops")
         self.scale_down("annotated")
+
+    # ---- weaker points ----
+
+    def test_8_undecodable_object_gets_an_event(self):
+        # A quantity the API server takes but Carpenter cannot hold.
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "too-big", "namespace": "default"},
+               "spec": {"containers": [{
+                   "name": "c", "image": "x",
+                   "resources": {"requests": {
+                       "cpu": "99999999999999999999"}}}]}}
+        st, body = self.env.kube.request(
+            "POST", "/api/v1/namespaces/default/pods", pod)
+        self.assertEqual(st, 201, body)
+
+        def event():
+            for e in self.env.get("events", namespace="default"):
+                io = e.get("involvedObject", {})
+                if (io.get("name") == "too-big" and
+                        e.get("reason") == "FailedDecode"):
+                    return e
+            return None
+        e = wait_until(event, 30, what="a FailedDecode event on the pod")
+        self.assertEqual(e["type"], "Warning")
+        self.assertIn("cpu", e["message"])
+        self.env.kubectl("delete", "pod", "too-big", "--wait=false")
 
 
 if __name__ == "__main__":
