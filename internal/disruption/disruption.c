@@ -115,7 +115,7 @@ static void event(struct carp_disruption *d, const struct carp_objmeta *m,
   va_list ap;
   if (!d->o.recorder || !m)
     return;
-  carp_buf_init(&msg, 4096);
+  carp_buf_init(&msg, CARP_BUF_UNLIMITED); /* the recorder cuts it */
   va_start(ap, fmt);
   carp_buf_vprintf(&msg, fmt, ap);
   va_end(ap);

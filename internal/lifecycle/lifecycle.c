@@ -75,7 +75,7 @@ void carp__lc_event(struct carp_lifecycle *l, const struct carp_objmeta *m,
   va_list ap;
   if (!l->o.recorder)
     return;
-  carp_buf_init(&msg, 4096);
+  carp_buf_init(&msg, CARP_BUF_UNLIMITED); /* the recorder cuts it */
   va_start(ap, fmt);
   carp_buf_vprintf(&msg, fmt, ap);
   va_end(ap);

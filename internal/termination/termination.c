@@ -94,7 +94,7 @@ void carp__term_event(struct carp_termination *t, const struct carp_objmeta *m,
   va_list ap;
   if (!t->o.recorder)
     return;
-  carp_buf_init(&msg, 4096);
+  carp_buf_init(&msg, CARP_BUF_UNLIMITED); /* the recorder cuts it */
   va_start(ap, fmt);
   carp_buf_vprintf(&msg, fmt, ap);
   va_end(ap);
