@@ -324,6 +324,29 @@ out:
   carp_buf_free(&path);
 }
 
+int carp_recorder_body_finish(struct carp_jw *w, struct carp_recorder *r,
+                              const struct carp_event_target *t,
+                              struct carp_logfold *fold, const char *logger,
+                              const char *key, const char *what)
+{
+  int rc = carp_jw_finish(w);
+  if (!rc)
+    return 0;
+  if (fold)
+    CARP_LOG_FOLDED(fold, key, CARP_LOG_ERROR, logger,
+                    "cannot build a request body", CARP_F_STR("object", key),
+                    CARP_F_STR("write", what), CARP_F_ERR(rc));
+  else
+    CARP_LOG_ERROR(logger, "cannot build a request body",
+                   CARP_F_STR("object", key), CARP_F_STR("write", what),
+                   CARP_F_ERR(rc));
+  if (r && t)
+    carp_recorder_event(r, t, CARP_EVENT_WARNING, "WriteFailed",
+                        "Cannot build the %s write: %s", what,
+                        carp_strerror(rc));
+  return rc;
+}
+
 struct carp_event_target carp_event_target_of(const struct carp_objmeta *m,
                                               const char *api_version)
 {

@@ -182,18 +182,12 @@ int carp__lc_delete_node(struct carp_lifecycle *l, const char *key,
 int carp__lc_finish_body(struct carp_lifecycle *l, const char *key,
                          struct carp_jw *w, const char *what)
 {
-  const struct carp_nodeclaim *nc;
-  int rc = carp_jw_finish(w);
-  if (!rc)
-    return 0;
-  CARP_LOG_FOLDED(&l->fold, key, CARP_LOG_ERROR, "lifecycle",
-                  "cannot build a request body", CARP_F_STR("nodeclaim", key),
-                  CARP_F_STR("write", what), CARP_F_ERR(rc));
-  nc = carp_cluster_nodeclaim(l->cluster, key);
+  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(l->cluster, key);
+  struct carp_event_target t;
   if (nc)
-    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1, "WriteFailed",
-                   "Cannot build the %s write: %s", what, carp_strerror(rc));
-  return rc;
+    t = carp_event_target_of(&nc->meta, "karpenter.sh/v1");
+  return carp_recorder_body_finish(w, l->o.recorder, nc ? &t : NULL, &l->fold,
+                                   "lifecycle", key, what);
 }
 
 void carp__lc_after_write(struct carp_lifecycle *l, const char *key,

@@ -156,18 +156,12 @@ int carp__term_claim_condition(struct carp_termination *t, struct node_mem *m,
 int carp__term_finish_body(struct carp_termination *t, const char *key,
                            struct carp_jw *w, const char *what)
 {
-  const struct carp_node *node;
-  int rc = carp_jw_finish(w);
-  if (!rc)
-    return 0;
-  CARP_LOG_FOLDED(&t->fold, key, CARP_LOG_ERROR, "termination",
-                  "cannot build a request body", CARP_F_STR("node", key),
-                  CARP_F_STR("write", what), CARP_F_ERR(rc));
-  node = carp_cluster_node(t->cluster, key);
+  const struct carp_node *node = carp_cluster_node(t->cluster, key);
+  struct carp_event_target tg;
   if (node)
-    carp__term_event(t, &node->meta, "v1", 1, "WriteFailed",
-                     "Cannot build the %s write: %s", what, carp_strerror(rc));
-  return rc;
+    tg = carp_event_target_of(&node->meta, "v1");
+  return carp_recorder_body_finish(w, t->o.recorder, node ? &tg : NULL,
+                                   &t->fold, "termination", key, what);
 }
 
 void carp__term_after_write(struct carp_termination *t, const char *key,
