@@ -27,19 +27,22 @@ class Faults:
         # The next N matching ADDED/MODIFIED watch events carry a
         # resourceVersion 10^9 ahead of the real one.
         self.future_rv_events = future_rv_events
+        # The next N matching watch streams get a frame that is not JSON.
+        self.bad_frames = 0
         # Evictions answer 400 as a server without policy/v1 Eviction
         # (Kubernetes < 1.22) does.
         self.no_eviction_v1 = no_eviction_v1
         # VolumeAttachments are not deleted (a volume stuck attached).
         self.hold_detach = False
-        self.injected = {"500": 0, "429": 0, "badBookmark": 0, "futureRv": 0, "eviction400": 0}
+        self.injected = {"500": 0, "429": 0, "badBookmark": 0, "futureRv": 0, "badFrame": 0,
+                         "eviction400": 0}
 
     def to_json(self):
         return {"error500": self.error_500, "error429": self.error_429, "retryAfter": self.retry_after,
                 "delayMs": self.delay_ms, "watchEndSeconds": self.watch_end, "compactEverySeconds": self.compact_every,
                 "match": self.match or "", "badBookmarks": self.bad_bookmarks,
                 "futureRvEvents": self.future_rv_events, "noEvictionV1": self.no_eviction_v1,
-                "holdDetach": self.hold_detach,
+                "holdDetach": self.hold_detach, "badFrames": self.bad_frames,
                 "injected": dict(self.injected)}
 
     def update(self, d):
@@ -51,7 +54,8 @@ class Faults:
                                    ("badBookmarks", "bad_bookmarks", int),
                                    ("futureRvEvents", "future_rv_events", int),
                                    ("noEvictionV1", "no_eviction_v1", bool),
-                                   ("holdDetach", "hold_detach", bool)):
+                                   ("holdDetach", "hold_detach", bool),
+                                   ("badFrames", "bad_frames", int)):
                 if key in d:
                     setattr(self, attr, typ(d[key]))
             if "match" in d:

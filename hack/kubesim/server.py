@@ -715,6 +715,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 writer.bookmark(last_rv, initial_end=True)
             if sim.faults and sim.faults.take("bad_bookmarks", self.path_only, "badBookmark"):
                 writer.bookmark("not-a-number")
+            if sim.faults and sim.faults.take("bad_frames", self.path_only, "badFrame"):
+                writer.buf.append(b'{"type":"MODIFIED","object":{"metadata":}}\n')
             writer.flush()
             while True:
                 now = time.time()

@@ -1,6 +1,7 @@
 """Informers and resourceVersions they must not trust (issue 20 point 8): a
 BOOKMARK whose version is not a number, an event whose version is far
-ahead of the server's, a server that refuses to watch from it. The informer
+ahead of the server's, a server that refuses to watch from it, a stream
+that does not parse. The informer
 relists instead of rewatching forever, so changes made after the bad
 version reach the cache, and it reports itself not synced while it cannot
 list."""
@@ -58,6 +59,17 @@ class InformerTrustTest(unittest.TestCase):
         stats = self.probe.stats("pods")
         self.assertGreater(stats["lists"], lists)
         self.assertTrue(stats["synced"])
+
+    def test_stream_that_does_not_parse_relists(self):
+        lists = self.probe.stats("pods")["lists"]
+        self.faults(match="^/api/v1/pods$", badFrames=1)
+        self.sim.request("POST", "/_sim/restart-watches", {})
+        wait_until(lambda: self.faults()["injected"]["badFrame"] == 1, 30,
+                   what="the bad frame sent")
+        rv = self.create("after-bad-frame")
+        wait_until(lambda: self.cached("after-bad-frame") == rv, 30,
+                   what="a pod created after the bad frame in the cache")
+        self.assertGreater(self.probe.stats("pods")["lists"], lists)
 
     def test_future_version_relists(self):
         lists = self.probe.stats("pods")["lists"]
