@@ -390,9 +390,9 @@ static void handle_result(struct carp_lifecycle *l,
     return;
   }
   if (st == CARP_EINSUFFICIENT_CAPACITY || st == CARP_ENODECLASS_NOT_READY) {
-    /* launch_done stays set until the delete is accepted: a failed delete
-     * is retried (with backoff), never a new create. */
-    /* Karpenter deletes the claim: its pods get a new one elsewhere. */
+    /* Karpenter deletes the claim: its pods get a new one elsewhere.
+     * launch_done stays set until the delete is accepted, so a failed
+     * delete is retried (with backoff), never turned into a new create. */
     int ice = st == CARP_EINSUFFICIENT_CAPACITY;
     carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1,
                    ice ? "InsufficientCapacityError" : "NodeClassNotReadyError",
