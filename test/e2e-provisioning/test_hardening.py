@@ -29,7 +29,11 @@ import unittest
 sys.path.insert(0, os.path.dirname(__file__))
 from e2elib import (NODECLASS, Env, Carpenter, deployment,  # noqa: E402
                     nodepool, pods, wait_until)
-from carptest import http_get  # noqa: E402
+from carptest import http_get, sanitized  # noqa: E402
+
+# Memory bounds hold for a normal build; under AddressSanitizer RSS is
+# shadow memory and quarantine.
+RSS_CHECKED = not sanitized()
 
 NO_FAULTS = {"fault_500": 0.0, "fault_500_after": 0.0, "fault_body": 0.0,
              "fail_clone": 0.0, "fault_methods": [],
@@ -194,7 +198,8 @@ class HardeningTest(unittest.TestCase):
         self.assertGreater(len(renewals), 5, "the lease was not renewed")
         self.assertEqual(self.count("leadership lost; stopping so the "
                                     "replica restarts as a follower"), 0)
-        self.assertLess(rss, 100, "RSS %.0f MB while flooded" % rss)
+        if RSS_CHECKED:
+            self.assertLess(rss, 100, "RSS %.0f MB while flooded" % rss)
         print("\nflood: %d lease renewals seen, RSS %.1f MB" %
               (len(renewals), rss))
 
@@ -265,12 +270,15 @@ class HardeningTest(unittest.TestCase):
                 "fault_body": 1.0, "fault_body_mode": mode,
                 "fault_body_bytes": 100 << 20, "fault_methods": ["GET"]})
             app = "huge-" + mode.replace("-", "")
-            failed = self.count("create failed")
+            met = self.count("create failed") + self.count(
+                "inventory refresh failed")
             self.fresh(app, 2)
-            # Creates fail (their Proxmox answers are over the size cap);
-            # what follows is what the probe saw loop.
-            wait_until(lambda: self.count("create failed") > failed, 120,
-                       what="a create failed on a bad answer")
+            # Creates or the inventory refresh meet the bad answers (over
+            # the size cap, or not JSON); what follows is what the probe
+            # saw loop.
+            wait_until(lambda: self.count("create failed") + self.count(
+                "inventory refresh failed") > met, 120,
+                what="Carpenter meeting a bad answer")
             refused = self.count("create refused")
             failed = self.count("create failed")
             peak = 0.0
@@ -284,7 +292,8 @@ class HardeningTest(unittest.TestCase):
             fails = self.count("create failed") - failed
             print("\n%s bodies: peak RSS %.1f MB, %d 'create refused' and %d "
                   "'create failed' lines in 20 s" % (mode, peak, lines, fails))
-            self.assertLess(peak, 150)
+            if RSS_CHECKED:
+                self.assertLess(peak, 150)
             self.assertLess(lines, 10)
             self.assertLess(fails, 10)
             self.env.pve.control("POST", "faults", NO_FAULTS)
