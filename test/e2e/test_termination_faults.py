@@ -12,7 +12,9 @@ evict (issue 20).
 - An API server without policy/v1 Eviction answers every eviction with 400:
   the drain backs off to minutes (a handful of evictions, not one every
   few hundred milliseconds), says so (FailedDraining), and the
-  terminationGracePeriod still ends it."""
+  terminationGracePeriod still ends it.
+- A Proxmox that refuses to destroy the VM: the deletes back off per node
+  (a handful in 20 s), and the node goes once Proxmox heals."""
 import json
 import shutil
 import time
@@ -49,6 +51,7 @@ class TerminationFaultsTest(E2ETest):
         cls.env.apply(nodepool_yaml("vol"))
         cls.env.apply(nodepool_yaml("volgrace", tgp="25s"))
         cls.env.apply(nodepool_yaml("noevict", tgp="25s"))
+        cls.env.apply(nodepool_yaml("vmdelete"))
 
     @classmethod
     def tearDownClass(cls):
@@ -212,6 +215,53 @@ class TerminationFaultsTest(E2ETest):
         # The deadline ends the drain: the pod is deleted, the node goes.
         self.wait_gone(claim, 90)
         self.assertTrue([r for r in self.pod_deletes() if r["name"] == pod])
+
+    def test_4_vm_delete_refused_backs_off(self):
+        self.apply(json.dumps({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "gone", "namespace": "default"},
+            "spec": {"replicas": 1,
+                     "selector": {"matchLabels": {"app": "gone"}},
+                     "template": {
+                         "metadata": {"labels": {"app": "gone"}},
+                         "spec": {
+                             "nodeSelector": {
+                                 "karpenter.sh/nodepool": "vmdelete"},
+                             "containers": [{
+                                 "name": "c",
+                                 "image": "registry.k8s.io/pause:3.9",
+                                 "resources": {"requests": {
+                                     "cpu": "500m",
+                                     "memory": "128Mi"}}}]}}}}))
+        pods = self.wait_running("gone", 1, timeout=90)
+        claim = self.claim_of_node(pods[0]["spec"]["nodeName"])
+        vmid = self.vmid_of(claim)
+        # Proxmox refuses every DELETE (the VM stops, its destroy fails).
+        self.env.pve.control("POST", "faults", {"fault_500": 1.0,
+                                                "fault_methods": ["DELETE"]})
+        self.addCleanup(self.env.pve.control, "POST", "faults",
+                        {"fault_500": 0.0, "fault_methods": []})
+        self.kubectl("delete", "nodeclaim", claim["metadata"]["name"],
+                     "--wait=false")
+
+        def deletes():
+            out = []
+            with open(self.env.pve.reqlog) as f:
+                for line in f:
+                    r = json.loads(line)
+                    if (r["method"] == "DELETE" and
+                            r["path"].endswith("/qemu/%d" % vmid)):
+                        out.append(r)
+            return out
+        wait_until(deletes, 60, what="the first VM delete")
+        time.sleep(20)
+        n = len(deletes())
+        print("\nVM delete refused: %d DELETEs in 20 s" % n)
+        # 1 s doubling per node: a handful, not one a second or more.
+        self.assertLessEqual(n, 10)
+        self.env.pve.control("POST", "faults", {"fault_500": 0.0,
+                                                "fault_methods": []})
+        self.wait_gone(claim, 120)
 
 
 if __name__ == "__main__":

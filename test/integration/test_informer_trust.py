@@ -5,6 +5,8 @@ that does not parse. The informer
 relists instead of rewatching forever, so changes made after the bad
 version reach the cache, and it reports itself not synced while it cannot
 list."""
+import datetime
+import json
 import os
 import shutil
 import sys
@@ -21,7 +23,8 @@ class InformerTrustTest(unittest.TestCase):
     def setUp(self):
         self.workdir = tempfile.mkdtemp(prefix="carp-inftrust-")
         self.addCleanup(shutil.rmtree, self.workdir, True)
-        self.sim = KubeSim(workdir=self.workdir)
+        self.reqlog = os.path.join(self.workdir, "requests.jsonl")
+        self.sim = KubeSim("--request-log", self.reqlog, workdir=self.workdir)
         self.addCleanup(self.sim.stop)
         self.probe = Probe(self.sim.kubeconfig, "pods")
         self.addCleanup(self.quit_probe)
@@ -41,6 +44,18 @@ class InformerTrustTest(unittest.TestCase):
             "POST", "/api/v1/namespaces/default/pods", pod(name))
         self.assertEqual(st, 201, body)
         return body["metadata"]["resourceVersion"]
+
+    def lists_since(self, t0):
+        n = 0
+        with open(self.reqlog) as f:
+            for line in f:
+                r = json.loads(line)
+                ts = datetime.datetime.fromisoformat(
+                    r["time"].replace("Z", "+00:00")).timestamp()
+                if (ts >= t0 and r["path"] == "/api/v1/pods" and
+                        r.get("verb") == "list"):
+                    n += 1
+        return n
 
     def cached(self, name):
         return self.probe.dump("pods").get("default/" + name)
@@ -98,7 +113,13 @@ class InformerTrustTest(unittest.TestCase):
         wait_until(lambda: not self.probe.stats("pods")["synced"], 30,
                    what="the informer to report itself not synced")
         rv = self.create("while-down")
-        time.sleep(1)
+        # Lists keep failing: they back off (the client's retries, 0.2 s
+        # doubling, four times; then the informer's, 0.8 s doubling to
+        # 30 s): about ten requests in 10 s, not hundreds.
+        start = time.time()
+        time.sleep(10)
+        lists = self.lists_since(start)
+        self.assertLessEqual(lists, 15, "%d lists in 10 s" % lists)
         self.assertFalse(self.probe.stats("pods")["synced"])
         self.faults(match=None, error500=0.0)
         wait_until(lambda: self.probe.stats("pods")["synced"], 60,
