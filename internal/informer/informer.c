@@ -575,7 +575,11 @@ static void on_watch_done(int err, const char *message, void *arg)
   }
   /* A dropped connection is worth one more watch from the same version;
    * anything else - the server refusing to watch from it, a stream that
-   * does not parse, a second failure - is not. */
+   * does not parse, a second failure in a row - is not. A watch that
+   * worked a while (events, or a minute) before it dropped starts the
+   * count over. */
+  if (inf->watch_events > 0 || lived >= 60 * 1000)
+    inf->watch_failures = 0;
   if ((!err || transport_error(err)) && inf->watch_failures++ == 0) {
     CARP_LOG_WARN(
         "informer", "watch ended", CARP_F_STR("kind", kind_name(inf)),
