@@ -290,7 +290,8 @@ static void on_stopped_leading(void *arg)
 
 static int start_servers(struct app *a)
 {
-  struct carp_server_options so = {.port = a->opts->metrics_port,
+  struct carp_server_options so = {.host = a->opts->metrics_bind_address,
+                                   .port = a->opts->metrics_port,
                                    .name = "metrics"};
   int rc, shared = a->opts->metrics_port == a->opts->health_probe_port &&
                    a->opts->metrics_port != 0;
@@ -298,12 +299,16 @@ static int start_servers(struct app *a)
   rc = carp_server_new(&a->loop, &so, &a->metrics_server);
   if (!rc)
     rc = carp_metrics_serve(a->metrics, a->metrics_server);
+  /* Concurrent scrapes share one rendering (see carp_server_route_cache). */
+  if (!rc)
+    rc = carp_server_route_cache(a->metrics_server, "/metrics", 1000);
   if (!rc && shared)
     rc = carp_health_install(a->health, a->metrics_server);
   if (!rc)
     rc = carp_server_start(a->metrics_server);
   if (rc || shared)
     return rc;
+  so.host = a->opts->health_probe_bind_address;
   so.port = a->opts->health_probe_port;
   so.name = "health";
   rc = carp_server_new(&a->loop, &so, &a->health_server);
@@ -431,6 +436,7 @@ static int start_controllers(struct app *a)
   int rc;
   memset(&mo, 0, sizeof(mo));
   mo.metrics = a->metrics;
+  mo.pod_series_limit = (size_t)a->opts->metrics_pod_series_limit;
   memset(&npo, 0, sizeof(npo));
   npo.on_ready = on_pool_ready;
   npo.on_ready_arg = a;
@@ -510,6 +516,8 @@ static int start_kube(struct app *a)
   ro.metrics = a->metrics;
   ro.instance = a->identity;
   rc = carp_recorder_new(&a->loop, a->kube, &ro, &a->recorder);
+  if (!rc)
+    rc = carp_cluster_report_invalid(a->cluster, a->recorder);
   if (rc)
     return rc;
   if ((rc = start_provider(a)))

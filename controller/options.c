@@ -4,6 +4,7 @@
  * never hold a value a user could not give. */
 #include "options.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ enum opt_type {
   OPT_LOG_LEVEL,
   OPT_LOG_FORMAT,
   OPT_NAME,
+  OPT_IP,
 };
 
 struct opt {
@@ -56,9 +58,23 @@ static const struct opt opts[] = {
      "cluster. Lower-case letters, digits and '-'."},
     {"metrics-port", "METRICS_PORT", OPT_PORT, "8080", OFF(metrics_port),
      "PORT", "Port serving Prometheus metrics on /metrics (0 picks one)."},
+    {"metrics-bind-address", "METRICS_BIND_ADDRESS", OPT_IP, "127.0.0.1",
+     OFF(metrics_bind_address), "IP",
+     "Address the metrics port listens on: 127.0.0.1 keeps it on this "
+     "host, 0.0.0.0 (or ::) opens it on every interface, as a pod needs "
+     "for Prometheus (the Helm chart sets 0.0.0.0)."},
+    {"metrics-pod-series-limit", "METRICS_POD_SERIES_LIMIT", OPT_POSITIVE_INT,
+     "5000", OFF(metrics_pod_series_limit), "N",
+     "Most karpenter_pods_state series a scrape carries (one per pod; pods "
+     "pending, not running or not ready come first); "
+     "carpenter_pods_state_series_omitted counts the pods left out."},
     {"health-probe-port", "HEALTH_PROBE_PORT", OPT_PORT, "8081",
      OFF(health_probe_port), "PORT",
      "Port serving /healthz and /readyz (0 picks one)."},
+    {"health-probe-bind-address", "HEALTH_PROBE_BIND_ADDRESS", OPT_IP,
+     "127.0.0.1", OFF(health_probe_bind_address), "IP",
+     "Address the health probe port listens on (the kubelet probes the "
+     "pod's IP: the Helm chart sets 0.0.0.0)."},
     {"leader-elect", "LEADER_ELECT", OPT_BOOL, "true", OFF(leader_elect),
      "BOOL",
      "Elect a leader through a coordination.k8s.io Lease so that only one "
@@ -132,6 +148,9 @@ static const char *type_hint(enum opt_type t)
            "letter or digit, at most 63 characters";
   case OPT_STRING:
     return "a non-empty string";
+  case OPT_IP:
+    return "an IP address such as 127.0.0.1, 0.0.0.0 or :: (without a port: "
+           "the port has a flag of its own)";
   }
   return "a valid value";
 }
@@ -175,6 +194,12 @@ static int valid_name(const char *s)
   return 1;
 }
 
+static int valid_ip(const char *s)
+{
+  unsigned char addr[sizeof(struct in6_addr)];
+  return inet_pton(AF_INET, s, addr) == 1 || inet_pton(AF_INET6, s, addr) == 1;
+}
+
 /* Stores value into the field of o described by opt. */
 static int apply(struct carp_options *o, const struct opt *opt,
                  const char *value)
@@ -187,7 +212,9 @@ static int apply(struct carp_options *o, const struct opt *opt,
   switch (opt->type) {
   case OPT_STRING:
   case OPT_NAME:
-    if (!*value || (opt->type == OPT_NAME && !valid_name(value)))
+  case OPT_IP:
+    if (!*value || (opt->type == OPT_NAME && !valid_name(value)) ||
+        (opt->type == OPT_IP && !valid_ip(value)))
       return CARP_EINVAL;
     carp_free(*(char **)field);
     *(char **)field = carp_strdup(value);
@@ -356,6 +383,14 @@ enum carp_options_result carp_options_parse(struct carp_options *o, int argc,
                  "--gc-leaked-vm-grace must be greater than 0\n");
     return CARP_OPTIONS_ERROR;
   }
+  if (o->metrics_port && o->metrics_port == o->health_probe_port &&
+      strcmp(o->metrics_bind_address, o->health_probe_bind_address)) {
+    fprintf(err, "carpenter: --metrics-port and --health-probe-port are the "
+                 "same port, served by one listener: --metrics-bind-address "
+                 "and --health-probe-bind-address must then be the same "
+                 "too\n");
+    return CARP_OPTIONS_ERROR;
+  }
   if (o->batch_idle_ms > o->batch_max_ms) {
     fprintf(err, "carpenter: --batch-idle-duration must not exceed "
                  "--batch-max-duration\n");
@@ -368,6 +403,7 @@ void carp_options_free(struct carp_options *o)
 {
   size_t i;
   for (i = 0; i < CARP_ARRAY_LEN(opts); i++)
-    if (opts[i].type == OPT_STRING || opts[i].type == OPT_NAME)
+    if (opts[i].type == OPT_STRING || opts[i].type == OPT_NAME ||
+        opts[i].type == OPT_IP)
       CARP_FREE((char **)((char *)o + opts[i].offset));
 }

@@ -15,6 +15,8 @@ struct carp_options {
   char *pve_config;
   int metrics_port;
   int health_probe_port;
+  char *metrics_bind_address;      /* an IP address */
+  char *health_probe_bind_address; /* an IP address */
   int leader_elect;
   char *leader_election_namespace;
   char *leader_election_name;
@@ -30,6 +32,7 @@ struct carp_options {
   int64_t disruption_command_timeout_ms; /* --disruption-command-timeout */
   int64_t gc_interval_ms;                /* --gc-interval */
   int64_t gc_leaked_vm_grace_ms;         /* --gc-leaked-vm-grace */
+  int metrics_pod_series_limit;          /* --metrics-pod-series-limit */
 };
 
 enum carp_options_result {

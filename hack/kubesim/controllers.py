@@ -3,7 +3,8 @@ change events for the resources it cares about, keeps the decoded objects
 it needs, and reconciles through the same API code paths clients use.
 
 Built-in controllers (all on unless --disable-controllers names them):
-namespace, gc, deployment, replicaset, daemonset, pdb, nodelifecycle, crd;
+namespace, gc, deployment, replicaset, daemonset, pdb, nodelifecycle, crd,
+attachdetach;
 --scheduler and --kubelet add the simulated actors."""
 
 import collections
@@ -171,14 +172,15 @@ def record_event(api, obj, etype, reason, message, component):
 
 
 def build(sim):
-    from . import ctrl_gc, ctrl_nodes, ctrl_pdb, ctrl_workloads
+    from . import ctrl_attach, ctrl_gc, ctrl_nodes, ctrl_pdb, ctrl_workloads
     disabled = sim.options.disabled
     out = []
     table = [("namespace", ctrl_gc.NamespaceController), ("gc", ctrl_gc.GarbageCollector),
              ("crd", ctrl_gc.CRDCleanup), ("deployment", ctrl_workloads.DeploymentController),
              ("replicaset", ctrl_workloads.ReplicaSetController),
              ("daemonset", ctrl_workloads.DaemonSetController), ("pdb", ctrl_pdb.DisruptionController),
-             ("nodelifecycle", ctrl_nodes.NodeLifecycleController)]
+             ("nodelifecycle", ctrl_nodes.NodeLifecycleController),
+             ("attachdetach", ctrl_attach.AttachDetachController)]
     for name, cls in table:
         if name not in disabled:
             out.append(cls(sim))

@@ -28,7 +28,8 @@ from . import yamlmini
 from .store import Store
 
 BOOT_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-CONTROLLER_NAMES = ("namespace", "gc", "deployment", "replicaset", "daemonset", "pdb", "nodelifecycle", "crd")
+CONTROLLER_NAMES = ("namespace", "gc", "deployment", "replicaset", "daemonset", "pdb", "nodelifecycle", "crd",
+                    "attachdetach")
 
 HELP_EPILOG = """\
 faults (for resilience tests; also settable at run time with POST /_sim/faults):
@@ -41,6 +42,9 @@ faults (for resilience tests; also settable at run time with POST /_sim/faults):
   --fault-delay-ms N        delay every API answer by N milliseconds
   --fault-match REGEX       only requests whose path matches REGEX get faults
   --fault-seed N            seed of the fault dice
+  --fault-bad-bookmarks N   the next N watches get a BOOKMARK with resourceVersion "not-a-number"
+  --fault-future-rv N       the next N watch events carry a resourceVersion 10^9 ahead
+  --fault-no-eviction-v1    evictions answer 400 as a server without policy/v1 Eviction
 
 control endpoints (same bearer token; not part of the Kubernetes API):
   GET  /_sim/stats                 counts, resourceVersion, watches, memory
@@ -78,6 +82,8 @@ def parse_args(argv):
                    "(default 1.0)")
     p.add_argument("--pod-grace-max", type=float, default=5.0, help="cap on simulated pod termination, seconds "
                    "(default 5)")
+    p.add_argument("--detach-delay", type=float, default=2.0, help="seconds from the last pod using a CSI volume "
+                   "on a node leaving to its VolumeAttachment being deleted (default 2)")
     p.add_argument("--pod-gc-delay", type=float, default=40.0, help="seconds a pod's node must be gone before "
                    "the pod garbage collector deletes the pod (default 40)")
     p.add_argument("--watch-history", type=int, default=10000, help="change events kept for watches and "
@@ -113,6 +119,9 @@ def parse_args(argv):
     p.add_argument("--fault-delay-ms", type=int, default=0, help=argparse.SUPPRESS)
     p.add_argument("--fault-match", default=None, help=argparse.SUPPRESS)
     p.add_argument("--fault-seed", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--fault-bad-bookmarks", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--fault-future-rv", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--fault-no-eviction-v1", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--quiet", action="store_true", help="no log lines on stderr")
     opts = p.parse_args(argv)
     host, _, port = opts.listen.rpartition(":")
@@ -159,7 +168,8 @@ class Sim:
         self.api = A.Api(self.registry, self.store, opts)
         self.openapi = OA.OpenAPI(self.registry)
         self.faults = F.Faults(opts.fault_500, opts.fault_429, opts.fault_retry_after, opts.fault_delay_ms,
-                               opts.fault_watch_end, opts.fault_compact_every, opts.fault_match, opts.fault_seed)
+                               opts.fault_watch_end, opts.fault_compact_every, opts.fault_match, opts.fault_seed,
+                               opts.fault_bad_bookmarks, opts.fault_future_rv, opts.fault_no_eviction_v1)
         self.reqlog = RL.RequestLog(opts.request_log)
         self.flowschema_uid = util.new_uid()
         self.prioritylevel_uid = util.new_uid()

@@ -473,6 +473,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             obj = api.decode_body(rt, body, self.headers.get("Content-Type"), kind)
             if sub == "binding":
                 code, out = api.binding(ns, name, obj, ctx)
+            elif self.sim.faults and self.sim.faults.no_eviction_v1:
+                with self.sim.faults.lock:
+                    self.sim.faults.injected["eviction400"] += 1
+                raise E.bad_request('Eviction in version "v1" cannot be handled as a Eviction: no kind '
+                                    '"Eviction" is registered for version "policy/v1" in scheme '
+                                    '"k8s.io/kubernetes/pkg/api/legacyscheme/scheme.go:30"')
             else:
                 code, out = api.eviction(ns, name, obj, ctx)
             return self._json(code, out)
@@ -728,6 +734,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if send_initial:
                 last_rv = max(start, last_rv)
                 writer.bookmark(last_rv, initial_end=True)
+            if sim.faults and sim.faults.take("bad_bookmarks", self.path_only, "badBookmark"):
+                writer.bookmark("not-a-number")
+            if sim.faults and sim.faults.take("bad_frames", self.path_only, "badFrame"):
+                writer.buf.append(b'{"type":"MODIFIED","object":{"metadata":}}\n')
             writer.flush()
             while True:
                 now = time.time()
@@ -757,8 +767,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     if self._client_gone():
                         break
                     continue
-                writer.event(*item)
                 last_rv = max(last_rv, item[2])
+                if (sim.faults and item[0] in ("ADDED", "MODIFIED") and
+                        sim.faults.take("future_rv_events", self.path_only, "futureRv")):
+                    obj = util.loads(item[1])
+                    obj["metadata"]["resourceVersion"] = str(item[2] + 10 ** 9)
+                    item = (item[0], util.dumps(obj), item[2] + 10 ** 9)
+                writer.event(*item)
                 while True:
                     more = w.get(0)
                     if more is None:

@@ -4,7 +4,12 @@ POST /_sim/faults).  One seeded RNG (--seed) makes runs reproducible."""
 import random
 import threading
 
-FRACTIONS = ("fail_clone", "hang_tasks", "fault_500", "fault_500_after")
+FRACTIONS = ("fail_clone", "hang_tasks", "fault_500", "fault_500_after", "fault_body")
+# What a --fault-body answer is: "huge" (a 200 whose JSON body is
+# --fault-body-bytes long, announced in Content-Length), "huge-stream" (the
+# same without Content-Length, ended by closing the connection) or
+# "malformed" (a 200 whose body is not JSON).
+BODY_MODES = ("huge", "huge-stream", "malformed")
 
 
 class Faults:
@@ -21,6 +26,9 @@ class Faults:
         self.delay_ms = opts.delay_ms
         self.delay_jitter_ms = opts.delay_jitter_ms
         self.bad_token_delay = opts.bad_token_delay
+        self.fault_body = opts.fault_body_fraction
+        self.fault_body_mode = opts.fault_body
+        self.fault_body_bytes = opts.fault_body_bytes
 
     def draw(self, name):
         frac = getattr(self, name)
@@ -52,6 +60,8 @@ class Faults:
             "fault_methods": sorted(self.fault_methods), "fault_message": self.fault_message,
             "delay_ms": self.delay_ms, "delay_jitter_ms": self.delay_jitter_ms,
             "bad_token_delay": self.bad_token_delay,
+            "fault_body": self.fault_body, "fault_body_mode": self.fault_body_mode,
+            "fault_body_bytes": self.fault_body_bytes,
         }
 
     def update(self, d):
@@ -59,6 +69,12 @@ class Faults:
             for k in FRACTIONS + ("delay_ms", "delay_jitter_ms", "bad_token_delay"):
                 if k in d:
                     setattr(self, k, float(d[k]))
+            if "fault_body_mode" in d:
+                if d["fault_body_mode"] not in BODY_MODES:
+                    raise ValueError("fault_body_mode: one of %s" % ", ".join(BODY_MODES))
+                self.fault_body_mode = d["fault_body_mode"]
+            if "fault_body_bytes" in d:
+                self.fault_body_bytes = int(d["fault_body_bytes"])
             if "fault_message" in d:
                 self.fault_message = str(d["fault_message"])
             if "hang_task_types" in d:

@@ -221,6 +221,40 @@ class App:
             h.wfile.write(payload)
         h.close_connection = close
 
+    def reply_bad_body(self, h):
+        """A 200 whose body is huge or not JSON (--fault-body), after the
+        work was done, as a broken proxy or server would answer."""
+        mode = self.faults.fault_body_mode
+        self.log_answer(h, 200, "OK")
+        h.send_response(200, "OK")
+        h.send_header("Content-Type", JSON_CT)
+        if mode == "malformed":
+            payload = b'{"data":[{"vmid":100,"name":"x"' + b"\x00garbage"
+            h.send_header("Content-Length", str(len(payload)))
+            h.send_header("Connection", "close")
+            h.end_headers()
+            h.wfile.write(payload)
+            h.close_connection = True
+            return
+        n = max(64, self.faults.fault_body_bytes)
+        if mode == "huge":
+            h.send_header("Content-Length", str(n))
+        h.send_header("Connection", "close")
+        h.end_headers()
+        h.close_connection = True
+        # Valid JSON all the way: {"data":[0,0,...,0]} padded with spaces.
+        head, tail = b'{"data":[0', b']}'
+        chunk = b",0" * (1 << 19)
+        sent = len(head)
+        try:
+            h.wfile.write(head)
+            while sent + len(chunk) + len(tail) <= n:
+                h.wfile.write(chunk)
+                sent += len(chunk)
+            h.wfile.write(b" " * (n - sent - len(tail)) + tail)
+        except (ConnectionError, socket.timeout):
+            pass  # the client gave up on it, as it should
+
     def reply_json(self, h, status, obj):
         payload = json.dumps(obj, indent=1, sort_keys=True).encode("utf-8") + b"\n"
         h.send_response(status)
@@ -429,6 +463,10 @@ class App:
             d = self.faults.delay_seconds()
             if d:
                 time.sleep(d)
+            if self.faults.applies_to(method) and self.faults.draw("fault_body"):
+                self.stats_inc("fault_body")
+                self.reply_bad_body(h)
+                return 200, "OK"
             self.reply(h, 200, "OK", result, extra=extra)
             return 200, "OK"
         except PveError as e:

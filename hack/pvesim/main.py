@@ -89,6 +89,12 @@ def parse_args(argv):
       help="fraction answered 500 after acting (lost response)")
     a("--fault-methods", default="", help="limit --fault-500* to these methods")
     a("--fault-500-message", default="pve-sim injected fault")
+    a("--fault-body", choices=("huge", "huge-stream", "malformed"), default="huge",
+      help="what --fault-body-fraction answers are: a huge JSON body (with or without "
+      "Content-Length) or one that is not JSON")
+    a("--fault-body-fraction", type=fraction, default=0.0,
+      help="fraction of successful answers replaced by a --fault-body answer")
+    a("--fault-body-bytes", type=int, default=100 << 20, help="size of a huge body")
     a("--delay-ms", type=float, default=0.0, help="added to every /api2 answer")
     a("--delay-jitter-ms", type=float, default=0.0)
     a("--bad-token-delay", type=float, default=3.0, help="401 delay (PVE: 3 s)")

@@ -96,6 +96,10 @@ struct carp_pod {
   int64_t scheduled_ms;     /* when PodScheduled became True */
   int64_t ready_ms;         /* when Ready became True */
   int64_t start_ms;         /* status.startTime */
+  /* spec.volumes[].persistentVolumeClaim.claimName (interned), NULL when
+   * none: which attachments a pod that stays on a node still uses. */
+  const char **pvcs;
+  uint32_t npvcs;
 };
 
 struct carp_node_condition {
@@ -131,10 +135,27 @@ struct carp_daemonset {
   const struct carp_podspec *spec; /* the pod template's */
 };
 
+/* storage.k8s.io/v1 VolumeAttachment: a volume attached to a node. */
+struct carp_volumeattachment {
+  struct carp_objmeta meta;
+  const char *node_name; /* spec.nodeName (interned), "" when absent */
+  const char *pv_name;   /* spec.source.persistentVolumeName, or NULL */
+  const char *attacher;  /* spec.attacher (interned) */
+  int attached;          /* status.attached */
+};
+
+/* v1 PersistentVolumeClaim: only what maps a pod's claim to its volume. */
+struct carp_pvc {
+  struct carp_objmeta meta;
+  const char *volume_name; /* spec.volumeName (interned), NULL unbound */
+};
+
 extern const struct carp_kind carp_kind_pod;
 extern const struct carp_kind carp_kind_node;
 extern const struct carp_kind carp_kind_pdb;
 extern const struct carp_kind carp_kind_daemonset;
+extern const struct carp_kind carp_kind_volumeattachment;
+extern const struct carp_kind carp_kind_pvc;
 
 /* Decodes a pod spec object (spec of a pod or of a pod template) into an
  * interned podspec. */

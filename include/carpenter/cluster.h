@@ -41,7 +41,9 @@ struct carp_cluster {
   struct carp_informer *nodeclasses;
   struct carp_informer *pdbs;
   struct carp_informer *daemonsets;
-  struct carp_informer *all[7];
+  struct carp_informer *volumeattachments;
+  struct carp_informer *pvcs;
+  struct carp_informer *all[9];
   int nall;
   void *priv; /* state.c's bookkeeping */
 };
@@ -51,6 +53,7 @@ struct carp_cluster {
 #define CARP_IDX_NODE_PROVIDER  0 /* nodes by spec.providerID */
 #define CARP_IDX_CLAIM_PROVIDER 0 /* nodeclaims by status.providerID */
 #define CARP_IDX_CLAIM_NODEPOOL 1 /* nodeclaims by karpenter.sh/nodepool */
+#define CARP_IDX_VA_NODE        0 /* volumeattachments by spec.nodeName */
 
 int carp_cluster_new(uv_loop_t *loop, struct carp_kube *kube,
                      struct carp_metrics *metrics, struct carp_cluster **out);
@@ -61,8 +64,14 @@ void carp_cluster_close(struct carp_cluster *c, void (*cb)(void *arg),
  * pod activity); the system clock until set. */
 struct carp_clock;
 void carp_cluster_set_clock(struct carp_cluster *c, struct carp_clock *clock);
-/* Every informer has listed once. */
+/* Every informer has listed and is in sync (none is relisting after a
+ * watch it could not trust). */
 int carp_cluster_synced(const struct carp_cluster *c);
+/* Objects that cannot be decoded get a Warning event (FailedDecode) on
+ * themselves through r. Before carp_cluster_start(). */
+struct carp_recorder;
+int carp_cluster_report_invalid(struct carp_cluster *c,
+                                struct carp_recorder *r);
 
 /* Lookups (borrowed pointers, valid until the caches next change). */
 const struct carp_node *carp_cluster_node(const struct carp_cluster *c,
@@ -90,6 +99,14 @@ carp_cluster_nodeclass(const struct carp_cluster *c, const char *name);
 struct carp_objmeta *const *
 carp_cluster_pods_on_node(const struct carp_cluster *c, const char *node,
                           size_t *n);
+/* The VolumeAttachments of a node (spec.nodeName). */
+struct carp_objmeta *const *
+carp_cluster_volumeattachments_on_node(const struct carp_cluster *c,
+                                       const char *node, size_t *n);
+/* A PersistentVolumeClaim by namespace and name, or NULL. */
+const struct carp_pvc *carp_cluster_pvc(const struct carp_cluster *c,
+                                        const char *namespace,
+                                        const char *name);
 struct carp_objmeta *const *
 carp_cluster_nodeclaims_of_pool(const struct carp_cluster *c,
                                 const char *nodepool, size_t *n);

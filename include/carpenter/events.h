@@ -49,6 +49,17 @@ void carp_recorder_event(struct carp_recorder *r,
                          enum carp_event_type type, const char *reason,
                          const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* Finishes a request body built with w. One that cannot be built (over
+ * its buffer's cap) is an error users must see, not a silent failed
+ * reconcile: it is logged under logger (folded per key when fold is not
+ * NULL) and raised as a WriteFailed Warning event on t (r and t may be
+ * NULL). Returns carp_jw_finish()'s result. */
+struct carp_jw;
+struct carp_logfold;
+int carp_recorder_body_finish(struct carp_jw *w, struct carp_recorder *r,
+                              const struct carp_event_target *t,
+                              struct carp_logfold *fold, const char *logger,
+                              const char *key, const char *what);
 /* The target of a cached object (api_version as given). */
 struct carp_event_target carp_event_target_of(const struct carp_objmeta *m,
                                               const char *api_version);

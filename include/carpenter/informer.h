@@ -31,6 +31,10 @@ struct carp_informer_handlers {
   void (*on_delete)(struct carp_objmeta *obj, void *arg);
   /* The first complete list is in the store. */
   void (*on_synced)(void *arg);
+  /* An object that cannot be decoded (it stays out of the store; the
+   * informer logs it): obj is its JSON, problem what is wrong. */
+  void (*on_decode_error)(const struct carp_kind *kind, yajl_val obj,
+                          const char *problem, void *arg);
   void *arg;
 };
 

@@ -80,6 +80,12 @@ struct carp_kube_result {
 
 typedef void (*carp_kube_cb)(const struct carp_kube_result *res, void *arg);
 
+/* The largest request body Carpenter builds: the API server's own limit
+ * (--max-request-bytes, 3 MB). A valid object (at most 1.5 MB in etcd)
+ * always fits in a patch this size; a body that still overflows is
+ * reported by its caller (log, event, condition), never dropped. */
+#define CARP_KUBE_MAX_BODY (3 * 1024 * 1024)
+
 enum carp_kube_patch {
   CARP_PATCH_MERGE = 0, /* application/merge-patch+json */
   CARP_PATCH_JSON,      /* application/json-patch+json */
@@ -184,6 +190,18 @@ void carp_kube_backend_end(struct carp_kube_op *op, long status,
 /* Maps a metav1.Status reason (or, without one, the HTTP status) to a
  * CARP_E* code. */
 int carp_kube_error_of(long http_status, const char *reason);
+/* Whether a failed call is one a retry cannot fix: a malformed request
+ * (400), an invalid object (422), or a 404 for a path the server does not
+ * serve (not a missing object). Such calls back off to minutes. */
+int carp_kube_error_permanent(const struct carp_kube_result *res);
+
+/* A resourceVersion as API servers write it (a decimal uint64): 0 and the
+ * value, or CARP_EINVAL for anything else (see rv.c). */
+int carp_rv_parse(const char *rv, uint64_t *out);
+/* The newer of two resourceVersions; a (the caller's own) when they
+ * cannot be compared or are equal; the other when one is empty/NULL. */
+const char *carp_rv_newer(const char *a, const char *b);
+
 /* Requests made so far (all attempts); for tests and metrics. */
 uint64_t carp_kube_request_count(const struct carp_kube *k);
 

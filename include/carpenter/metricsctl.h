@@ -35,6 +35,9 @@ struct carp_metrics;
 
 struct carp_metricsctl_options {
   struct carp_metrics *metrics; /* required */
+  /* karpenter_pods_state series at most (pods needing attention first);
+   * 0: 5000. */
+  size_t pod_series_limit;
 };
 
 /* Registers the families and adds a pod informer handler: call before

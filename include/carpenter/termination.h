@@ -14,7 +14,9 @@
  *      pods go first, critical ones (system-cluster-critical,
  *      system-node-critical) only once the others are gone. 404 and 409
  *      count as done, 429 (a PodDisruptionBudget) is retried with backoff
- *      (100 ms doubling to 10 s) and reported as FailedDraining; pods
+ *      (100 ms doubling to 10 s, jitter) and reported as FailedDraining; an
+ *      answer a retry cannot fix (400, 422, a 404 naming no pod) waits three
+ *      minutes and is reported as FailedDraining too; pods
  *      annotated karpenter.sh/do-not-disrupt are not evicted;
  *   5. the NodeClaim's terminationGracePeriod, counted from its deletion
  *      (stamped as karpenter.sh/nodeclaim-termination-timestamp), is a hard
@@ -22,13 +24,20 @@
  *      terminationGracePeriodSeconds is deleted outright with what grace
  *      is left, PDBs and do-not-disrupt notwithstanding. Before the
  *      deadline nothing is ever deleted, only evicted;
- *   6. once drained, the VM is deleted through the provider until it
- *      reports NotFound (the NodeClaim's finalizer does the same; both are
- *      idempotent);
- *   7. the Node's finalizer is removed.
+ *   6. once drained, the VolumeAttachments of the node are waited for
+ *      (but those of volumes that pods staying on the node still use),
+ *      until the attach/detach controller has deleted them or the
+ *      terminationGracePeriod deadline has passed (AwaitingVolumeDetachment
+ *      events while waiting);
+ *   7. the VM is deleted through the provider until it reports NotFound
+ *      (the NodeClaim's finalizer does the same; both are idempotent); a
+ *      failed delete backs off per node (1 s doubling to a minute);
+ *   8. the Node's finalizer is removed.
  *
- * The NodeClaim's Drained condition follows the drain (Unknown with the
- * pods left, then True). Every write carries a resourceVersion or UID
+ * The NodeClaim's conditions follow: Drained (Unknown with the pods left,
+ * then True), VolumesDetached (Unknown AwaitingVolumeDetachment, then True,
+ * or False TerminationGracePeriodElapsed), InstanceTerminating (True once
+ * the VM delete is asked for). Every write carries a resourceVersion or UID
  * precondition and goes through the Kubernetes client's write gate; the
  * controller acts only while active (the leader).
  *
@@ -36,7 +45,8 @@
  * karpenter_nodes_drained_total{nodepool},
  * karpenter_pods_eviction_requests_total{code},
  * karpenter_pods_drained_total{reason}. Events on the Node (Draining,
- * FailedDraining, TerminationGracePeriodExpiring, Drained, Terminated),
+ * FailedDraining, TerminationGracePeriodExpiring, Drained,
+ * AwaitingVolumeDetachment, VolumesNotDetached, Terminated),
  * on its NodeClaim, and on evicted (Evicted) and deleted (Disrupted) pods. */
 #ifndef CARP_TERMINATION_H
 #define CARP_TERMINATION_H

@@ -2,7 +2,8 @@
  *  - de-duplication: a key added while queued is queued once;
  *  - at most one reconcile in flight per key: a key added while being
  *    processed is queued again when its reconcile finishes;
- *  - per-key exponential backoff for failures (5 ms doubling to 1000 s) and
+ *  - per-key exponential backoff for failures (5 ms doubling to 1000 s,
+ *    each delay cut by up to half at random) and
  *    an overall token bucket (10 qps, burst 100) for retries;
  *  - delayed adds that keep the earliest time for a key;
  *  - up to `concurrency` reconciles in flight at once.

@@ -52,11 +52,19 @@ static int decode_status(yajl_val obj, struct carp_nodeclaim_status *st,
                                 err);
 }
 
+/* Every annotation is kept: registration copies them all to the Node, as
+ * Karpenter does (NodePool template annotations included), but kubectl's
+ * copy of a whole applied manifest, which is no annotation of the node. */
+static int keep_claim_annotation(const char *key)
+{
+  return strcmp(key, "kubectl.kubernetes.io/last-applied-configuration") != 0;
+}
+
 static int nodeclaim_decode(yajl_val obj, struct carp_objmeta **out, char **err)
 {
   struct carp_nodeclaim *nc = CARP_NEW(struct carp_nodeclaim);
   yajl_val spec;
-  if (carp_objmeta_decode(obj, api_keep_annotation, &nc->meta, err)) {
+  if (carp_objmeta_decode(obj, keep_claim_annotation, &nc->meta, err)) {
     carp_free(nc);
     return CARP_EPARSE;
   }

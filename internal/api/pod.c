@@ -39,7 +39,26 @@ static void pod_free(struct carp_objmeta *m)
   carp_podspec_release(p->spec);
   carp_intern_release(p->node_name);
   carp_intern_release(p->nominated_node);
+  for (uint32_t i = 0; i < p->npvcs; i++)
+    carp_intern_release(p->pvcs[i]);
+  carp_free(p->pvcs);
   carp_free(p);
+}
+
+/* The claims of spec.volumes (kept on the pod, not in the shared spec: a
+ * StatefulSet's pods differ only there). */
+static void read_pvcs(yajl_val spec, struct carp_pod *p)
+{
+  yajl_val vols = carp_json_arr(spec, "volumes", NULL);
+  size_t i;
+  for (i = 0; vols && i < vols->u.array.len; i++) {
+    const char *claim = carp_json_str(
+        vols->u.array.values[i], "persistentVolumeClaim", "claimName", NULL);
+    if (!claim || !*claim)
+      continue;
+    p->pvcs = carp_reallocarray(p->pvcs, p->npvcs + 1, sizeof(*p->pvcs));
+    p->pvcs[p->npvcs++] = carp_interns(claim);
+  }
 }
 
 static void read_conditions(yajl_val status, struct carp_pod *p)
@@ -97,6 +116,7 @@ static int pod_decode(yajl_val obj, struct carp_objmeta **out, char **err)
   p->scheduling_gated = gates && gates->u.array.len > 0;
   carp_json_time(status, &p->start_ms, "startTime");
   read_conditions(status, p);
+  read_pvcs(spec, p);
   *out = &p->meta;
   return 0;
 }

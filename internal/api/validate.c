@@ -15,6 +15,7 @@
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
 #include "carpenter/json.h"
+#include "carpenter/duration.h"
 #include "carpenter/quantity.h"
 
 const char V_PAT_DURATION[] = "^(([0-9]+(s|m|h))+|Never)$";
@@ -425,6 +426,26 @@ void v_quantity(struct vctx *v, const char *path, yajl_val val)
   else if (carp_quantity_parse(s, &milli))
     v_err(v, path, "Invalid value: %s: quantity too large",
           quoted(q, sizeof(q), s));
+  else if (milli < 0)
+    /* A limit or request below zero can never be met: refused rather
+     * than accepted and never launched for. */
+    v_err(v, path, "Invalid value: %s: should be greater than or equal to 0",
+          quoted(q, sizeof(q), s));
+}
+
+const char *v_duration(struct vctx *v, yajl_val obj, const char *path,
+                       const char *field, int required, const char *pattern)
+{
+  const struct vstr rule = {.pattern = pattern};
+  char p[VPATH];
+  int64_t ms;
+  const char *s = v_str(v, obj, path, field, required, &rule);
+  if (s && v_match(pattern, s) && carp_duration_parse(s, 1, &ms)) {
+    v_err(v, v_sub(p, path, field),
+          "Invalid value: \"%s\": duration out of range", s);
+    return NULL;
+  }
+  return s;
 }
 
 /* ---- Kubernetes name checks ---- */

@@ -277,18 +277,6 @@ static void node_class_ref(struct vctx *v, yajl_val spec, const char *path)
   }
 }
 
-static void duration(struct vctx *v, yajl_val spec, const char *path,
-                     const char *field, const char *pattern)
-{
-  const struct vstr rule = {.pattern = pattern};
-  char p[VPATH];
-  int64_t ms;
-  const char *s = v_str(v, spec, path, field, 0, &rule);
-  if (s && v_match(pattern, s) && carp_duration_parse(s, 1, &ms))
-    v_err(v, v_sub(p, path, field),
-          "Invalid value: \"%s\": duration out of range", s);
-}
-
 void v_claim_spec_common(struct vctx *v, yajl_val spec, const char *path,
                          int nodepool)
 {
@@ -299,6 +287,6 @@ void v_claim_spec_common(struct vctx *v, yajl_val spec, const char *path,
   taints(v, spec, path, "taints", &seen, &nseen);
   taints(v, spec, path, "startupTaints", &seen, &nseen);
   carp_free(seen);
-  duration(v, spec, path, "expireAfter", V_PAT_DURATION);
-  duration(v, spec, path, "terminationGracePeriod", V_PAT_TGP);
+  v_duration(v, spec, path, "expireAfter", 0, V_PAT_DURATION);
+  v_duration(v, spec, path, "terminationGracePeriod", 0, V_PAT_TGP);
 }

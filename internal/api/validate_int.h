@@ -90,8 +90,13 @@ void v_int_list(struct vctx *v, yajl_val arr, const char *path, int64_t min,
  * value checked with rule; returns the object or NULL. */
 yajl_val v_str_map(struct vctx *v, yajl_val obj, const char *path,
                    const char *key, size_t max_props, const struct vstr *rule);
-/* An int-or-string quantity (a ResourceList value). */
+/* An int-or-string quantity (a ResourceList value), not negative. */
 void v_quantity(struct vctx *v, const char *path, yajl_val val);
+/* A duration string field: the pattern, then a value that fits (every
+ * duration field says "duration out of range" the same way). Returns the
+ * string when it is one and valid. */
+const char *v_duration(struct vctx *v, yajl_val obj, const char *path,
+                       const char *field, int required, const char *pattern);
 
 /* Karpenter's runtime checks (Kubernetes' validation.IsQualifiedName and
  * IsValidLabelValue): NULL when valid, else what is wrong. */

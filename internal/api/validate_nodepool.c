@@ -32,7 +32,6 @@ static const char *const reason_enum[] = {
 static void budgets(struct vctx *v, yajl_val disruption, const char *path)
 {
   static const struct vstr nodes_rule = {.pattern = PAT_BUDGET_NODES};
-  static const struct vstr duration_rule = {.pattern = PAT_BUDGET_DURATION};
   static const struct vstr schedule_rule = {.pattern = PAT_SCHEDULE};
   static const struct vstr reason_rule = {.enums = reason_enum};
   char p[VPATH], pi[VPATH], pr[VPATH];
@@ -54,7 +53,7 @@ static void budgets(struct vctx *v, yajl_val disruption, const char *path)
     }
     /* nodes is required but defaulted ("10%"), so absent is fine. */
     v_str(v, b, pi, "nodes", 0, &nodes_rule);
-    v_str(v, b, pi, "duration", 0, &duration_rule);
+    v_duration(v, b, pi, "duration", 0, PAT_BUDGET_DURATION);
     sched = v_str(v, b, pi, "schedule", 0, &schedule_rule);
     if (sched && v_match(PAT_SCHEDULE, sched)) {
       struct carp_cron c;
@@ -76,14 +75,13 @@ static void budgets(struct vctx *v, yajl_val disruption, const char *path)
 
 static void disruption(struct vctx *v, yajl_val spec, const char *path)
 {
-  static const struct vstr after_rule = {.pattern = V_PAT_DURATION};
   static const struct vstr policy_rule = {.enums = policy_enum};
   char p[VPATH];
   yajl_val d = v_obj(v, spec, path, "disruption", 0);
   if (!d)
     return; /* defaulted to {consolidateAfter: 0s} */
   v_sub(p, path, "disruption");
-  v_str(v, d, p, "consolidateAfter", 1, &after_rule);
+  v_duration(v, d, p, "consolidateAfter", 1, V_PAT_DURATION);
   v_str(v, d, p, "consolidationPolicy", 0, &policy_rule);
   budgets(v, d, p);
 }

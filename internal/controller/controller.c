@@ -209,7 +209,7 @@ void carp_controller_event(struct carp_controller *c,
   va_list ap;
   if (!c->env.recorder || !m)
     return;
-  carp_buf_init(&msg, 4096);
+  carp_buf_init(&msg, CARP_BUF_UNLIMITED); /* the recorder cuts it */
   va_start(ap, fmt);
   carp_buf_vprintf(&msg, fmt, ap);
   va_end(ap);

@@ -1,5 +1,5 @@
 /* backoff.c: capped exponential backoff with downward jitter, so a delay is
- * never longer than the cap. */
+ * never longer than the cap; and the per-object retry state built on it. */
 #include "carpenter/backoff.h"
 
 #include <stddef.h>
@@ -40,4 +40,53 @@ uint64_t carp_backoff_next(struct carp_backoff *b)
 void carp_backoff_reset(struct carp_backoff *b)
 {
   b->attempt = 0;
+}
+
+void carp_retry_init(struct carp_retry *r, uint64_t base_ms, uint64_t cap_ms)
+{
+  carp_backoff_init(&r->backoff, base_ms, cap_ms, 2.0, 0.5);
+  r->next_ms = 0;
+  r->failures = 0;
+  r->last_delay = 0;
+}
+
+static uint64_t retry_after(struct carp_retry *r, int64_t now_ms, uint64_t d)
+{
+  if (r->failures < UINT32_MAX)
+    r->failures++;
+  r->last_delay = d;
+  r->next_ms = now_ms + (int64_t)d;
+  return d;
+}
+
+uint64_t carp_retry_fail(struct carp_retry *r, int64_t now_ms)
+{
+  return retry_after(r, now_ms, carp_backoff_next(&r->backoff));
+}
+
+uint64_t carp_retry_fail_permanent(struct carp_retry *r, int64_t now_ms,
+                                   uint64_t permanent_ms)
+{
+  uint64_t d = carp_backoff_next(&r->backoff);
+  if (d < permanent_ms) {
+    /* Jitter still spreads many objects failing together. */
+    struct carp_rand *rng =
+        r->backoff.rng ? r->backoff.rng : carp_rand_global();
+    d = permanent_ms +
+        (uint64_t)((double)permanent_ms * 0.25 * carp_rand_double(rng));
+  }
+  return retry_after(r, now_ms, d);
+}
+
+uint64_t carp_retry_wait(const struct carp_retry *r, int64_t now_ms)
+{
+  return r->next_ms > now_ms ? (uint64_t)(r->next_ms - now_ms) : 0;
+}
+
+void carp_retry_reset(struct carp_retry *r)
+{
+  carp_backoff_reset(&r->backoff);
+  r->next_ms = 0;
+  r->failures = 0;
+  r->last_delay = 0;
 }

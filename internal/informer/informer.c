@@ -1,13 +1,23 @@
 /* informer.c: the reflector loop of an informer (see informer.h).
  *
  *   LISTING --all pages--> WATCHING --clean end--> WATCHING (from last RV)
- *      ^                      |  410 Gone
- *      +------ BACKOFF <------+  other errors (then rewatch, or relist if
- *                                 the list itself failed)
+ *      ^                      |  410 Gone: relist at once
+ *      +------ BACKOFF <------+  other errors: relist, or (a first transport
+ *                                 failure) rewatch
  *
  * A list is applied to the store page by page as it arrives (so a very
  * large list never sits in memory twice); keys seen are remembered, and
- * when the last page is in, every stored object not seen is deleted. */
+ * when the last page is in, every stored object not seen is deleted.
+ *
+ * A watch is only as good as the resourceVersion it resumes from. One the
+ * informer cannot trust - a BOOKMARK or event whose version is not a
+ * number, a stream that does not parse, a server that refuses to watch
+ * from it (a version "too large", an internal error) - is never watched
+ * from again: the informer relists, and until that list is complete it
+ * reports itself not synced (so /readyz fails and nothing is decided on a
+ * cache that may miss changes). Only a dropped connection is retried as a
+ * watch once (so is a watch the server closed at once, empty) before
+ * relisting. */
 #include "carpenter/informer.h"
 
 #include <stdio.h>
@@ -22,7 +32,7 @@
 #include "carpenter/map.h"
 #include "carpenter/rand.h"
 
-#define MAX_HANDLERS 8
+#define MAX_HANDLERS 12
 
 enum inf_state {
   INF_IDLE = 0,
@@ -46,11 +56,14 @@ struct carp_informer {
   int nhandlers;
   enum inf_state state;
   int synced;
-  int need_relist;      /* after backoff: list (1) or watch (0) */
-  char *rv;             /* last resourceVersion seen */
-  char *cont;           /* continue token of the list in progress */
-  struct carp_map seen; /* keys seen by the list in progress (borrowed) */
-  char **seen_keys;     /* owned copies of those keys */
+  int stale;               /* may miss changes until the next full list */
+  int untrusted;           /* the watch in flight delivered a bad version */
+  unsigned watch_failures; /* transport failures in a row */
+  int need_relist;         /* after backoff: list (1) or watch (0) */
+  char *rv;                /* last resourceVersion seen */
+  char *cont;              /* continue token of the list in progress */
+  struct carp_map seen;    /* keys seen by the list in progress (borrowed) */
+  char **seen_keys;        /* owned copies of those keys */
   size_t nseen, capseen;
   struct carp_kube_op *watch_op;
   struct carp_kube_op *list_op;
@@ -109,7 +122,18 @@ static void notify_delete(struct carp_informer *inf, struct carp_objmeta *obj)
       inf->handlers[i].on_delete(obj, inf->handlers[i].arg);
 }
 
-/* Decodes obj; NULL (logged) when it cannot be. */
+static void notify_decode_error(struct carp_informer *inf, yajl_val obj,
+                                const char *problem)
+{
+  int i;
+  for (i = 0; i < inf->nhandlers; i++)
+    if (inf->handlers[i].on_decode_error)
+      inf->handlers[i].on_decode_error(inf->kind, obj, problem,
+                                       inf->handlers[i].arg);
+}
+
+/* Decodes obj; NULL (logged, and told to on_decode_error) when it cannot
+ * be. */
 static struct carp_objmeta *decode(struct carp_informer *inf, yajl_val v)
 {
   struct carp_objmeta *obj = NULL;
@@ -125,6 +149,7 @@ static struct carp_objmeta *decode(struct carp_informer *inf, yajl_val v)
         CARP_F_STR("namespace",
                    carp_json_str(v, "metadata", "namespace", NULL)),
         CARP_F_STR("problem", err ? err : ""));
+    notify_decode_error(inf, v, err ? err : "");
     carp_free(err);
     return NULL;
   }
@@ -234,6 +259,10 @@ static void finish_list(struct carp_informer *inf)
   carp_free(gone);
   seen_reset(inf);
   inf->stats.lists++;
+  if (inf->stale)
+    CARP_LOG_INFO("informer", "relisted, in sync again",
+                  CARP_F_STR("kind", kind_name(inf)));
+  inf->stale = 0;
   carp_backoff_reset(&inf->backoff);
   CARP_LOG_DEBUG("informer", "listed", CARP_F_STR("kind", kind_name(inf)),
                  CARP_F_UINT("objects", carp_store_len(inf->store)),
@@ -340,6 +369,9 @@ static void on_list_page(const struct carp_kube_result *res, void *arg)
     }
     CARP_LOG_WARN("informer", "list failed", CARP_F_STR("kind", kind_name(inf)),
                   CARP_F_ERR(res->err), CARP_F_STR("message", res->message));
+    /* Until a list succeeds nobody knows what changed meanwhile. */
+    if (inf->synced)
+      inf->stale = 1;
     CARP_FREE(&inf->cont);
     seen_reset(inf);
     backoff(inf, 1);
@@ -418,14 +450,32 @@ static void start_list(struct carp_informer *inf)
 
 /* ---- watch ---- */
 
+/* A version the informer will not watch from: the watch ends and the
+ * informer relists. */
+static int untrusted(struct carp_informer *inf, const char *type,
+                     const char *rv)
+{
+  inf->untrusted = 1;
+  CARP_LOG_WARN("informer",
+                "watch event with a resourceVersion that is not a number, "
+                "relisting",
+                CARP_F_STR("kind", kind_name(inf)), CARP_F_STR("type", type),
+                CARP_F_STR("resourceVersion", rv ? rv : "(none)"));
+  return CARP_EPARSE;
+}
+
 static int on_event(const char *type, yajl_val object, void *arg)
 {
   struct carp_informer *inf = arg;
   struct carp_objmeta *obj;
+  const char *rv;
   if (inf->closing)
     return CARP_ECANCELED;
+  rv = carp_json_str(object, "metadata", "resourceVersion", NULL);
   if (!strcmp(type, "BOOKMARK")) {
-    set_rv(inf, carp_json_str(object, "metadata", "resourceVersion", NULL));
+    if (carp_rv_parse(rv, NULL))
+      return untrusted(inf, type, rv);
+    set_rv(inf, rv);
     return 0;
   }
   if (!strcmp(type, "ERROR")) {
@@ -437,6 +487,11 @@ static int on_event(const char *type, yajl_val object, void *arg)
         CARP_F_STR("message", carp_json_str(object, "message", NULL)));
     return code == 410 ? CARP_EGONE : CARP_EUNAVAIL;
   }
+  if (strcmp(type, "ADDED") && strcmp(type, "MODIFIED") &&
+      strcmp(type, "DELETED"))
+    return 0;
+  if (carp_rv_parse(rv, NULL))
+    return untrusted(inf, type, rv);
   inf->watch_events++;
   inf->stats.events++;
   if (!strcmp(type, "DELETED")) {
@@ -451,24 +506,49 @@ static int on_event(const char *type, yajl_val object, void *arg)
     carp_buf_puts(&key, name);
     apply_delete_key(inf, carp_buf_cstr(&key));
     carp_buf_free(&key);
-    set_rv(inf, carp_json_str(object, "metadata", "resourceVersion", NULL));
+    set_rv(inf, rv);
     return 0;
   }
-  if (strcmp(type, "ADDED") && strcmp(type, "MODIFIED"))
-    return 0;
   obj = decode(inf, object);
   if (obj)
     apply_upsert(inf, obj);
-  set_rv(inf, carp_json_str(object, "metadata", "resourceVersion", NULL));
+  set_rv(inf, rv);
   return 0;
+}
+
+/* A failure of the connection itself (the server's answer, if any, was
+ * not a refusal of the watch): the version is still good. */
+static int transport_error(int err)
+{
+  return err == CARP_ECONNECT || err == CARP_EIO || err == CARP_ETIMEDOUT ||
+         err == CARP_ETLS || err == CARP_ETOOMANY;
+}
+
+/* The watch cannot be resumed: relist after the backoff, not synced until
+ * the list is complete. */
+static void relist_untrusted(struct carp_informer *inf, int err,
+                             const char *message)
+{
+  if (!inf->stale)
+    CARP_LOG_WARN("informer",
+                  "watch failed in a way a rewatch cannot fix, relisting",
+                  CARP_F_STR("kind", kind_name(inf)), CARP_F_ERR(err),
+                  CARP_F_STR("message", message),
+                  CARP_F_STR("resourceVersion", inf->rv ? inf->rv : ""));
+  inf->stale = 1;
+  inf->watch_failures = 0;
+  CARP_FREE(&inf->rv);
+  backoff(inf, 1);
 }
 
 static void on_watch_done(int err, const char *message, void *arg)
 {
   struct carp_informer *inf = arg;
   uint64_t lived = uv_now(inf->loop) - inf->watch_started;
+  int was_untrusted = inf->untrusted;
   inf->in_flight = 0;
   inf->watch_op = NULL;
+  inf->untrusted = 0;
   if (inf->closing) {
     maybe_finish_close(inf);
     return;
@@ -476,21 +556,41 @@ static void on_watch_done(int err, const char *message, void *arg)
   if (err == CARP_EGONE) {
     CARP_LOG_INFO("informer", "resource version too old, relisting",
                   CARP_F_STR("kind", kind_name(inf)));
+    inf->watch_failures = 0;
     start_list(inf);
+    return;
+  }
+  if (was_untrusted) {
+    relist_untrusted(inf, CARP_EPARSE,
+                     "a resourceVersion that is not a number");
     return;
   }
   if (err == 0 && (lived >= 1000 || inf->watch_events > 0)) {
     /* A normal end (the server's timeout): watch again at once. */
     if (lived > 60 * 1000)
       carp_backoff_reset(&inf->backoff);
+    inf->watch_failures = 0;
     start_watch(inf);
     return;
   }
-  /* An error, or a watch that closed at once with nothing in it. */
-  CARP_LOG_WARN("informer", "watch ended", CARP_F_STR("kind", kind_name(inf)),
-                CARP_F_ERR(err ? err : CARP_EIO),
-                CARP_F_STR("message", message), CARP_F_UINT("ms", lived));
-  backoff(inf, 0);
+  /* A dropped connection is worth one more watch from the same version;
+   * anything else - the server refusing to watch from it, a stream that
+   * does not parse, a second failure in a row - is not. A watch that
+   * worked a while (events, or a minute) before it dropped starts the
+   * count over. */
+  if (inf->watch_events > 0 || lived >= 60 * 1000)
+    inf->watch_failures = 0;
+  if ((!err || transport_error(err)) && inf->watch_failures++ == 0) {
+    CARP_LOG_WARN(
+        "informer", "watch ended", CARP_F_STR("kind", kind_name(inf)),
+        CARP_F_ERR(err ? err : CARP_EIO),
+        CARP_F_STR("message", err ? message : "closed at once, empty"),
+        CARP_F_UINT("ms", lived));
+    backoff(inf, 0);
+    return;
+  }
+  relist_untrusted(inf, err ? err : CARP_EIO,
+                   err ? message : "the watch closed at once, empty");
 }
 
 static void start_watch(struct carp_informer *inf)
@@ -590,7 +690,7 @@ int carp_informer_start(struct carp_informer *inf)
 
 int carp_informer_synced(const struct carp_informer *inf)
 {
-  return inf->synced;
+  return inf->synced && !inf->stale;
 }
 
 struct carp_store *carp_informer_store(struct carp_informer *inf)

@@ -802,6 +802,16 @@ int carp_kube_new(uv_loop_t *loop, const struct carp_kube_options *opts,
   if (c->token)
     set_token(k, c->token);
   refresh_token(k, 1);
+  /* As kubectl does, a plain-HTTP server is allowed (a local test API
+   * server), but never silently when a token would cross the network in
+   * clear. Loopback stays quiet: nothing leaves the host. */
+  if (!strncmp(c->server, "http://", 7) && (c->token || c->token_file) &&
+      strncmp(k->host, "127.", 4) && strncmp(k->host, "localhost", 9) &&
+      strncmp(k->host, "[::1]", 5))
+    CARP_LOG_WARN("kube",
+                  "the API server is reached over plain http://: its bearer "
+                  "token crosses the network unencrypted; use https://",
+                  CARP_F_STR("server", c->server));
 
   if (opts->backend) {
     k->backend = *opts->backend;

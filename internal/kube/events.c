@@ -15,6 +15,7 @@
 #include "carpenter/error.h"
 #include "carpenter/json.h"
 #include "carpenter/log.h"
+#include "carpenter/logfold.h"
 #include "carpenter/map.h"
 #include "carpenter/metrics.h"
 #include "carpenter/timeutil.h"
@@ -22,6 +23,7 @@
 #define FOLD_WINDOW_MS (10 * 60 * 1000)
 #define SWEEP_MS       (60 * 1000)
 #define MAX_ENTRIES    4096
+#define MAX_MESSAGE    1024 /* events.k8s.io's limit on a note */
 
 struct fold {
   char *key;
@@ -56,6 +58,7 @@ struct carp_recorder {
   void *close_arg;
   struct carp_recorder_stats stats;
   struct carp_metric *m_events;
+  struct carp_logfold fold; /* drops and failures, once per interval */
 };
 
 struct call_ctx {
@@ -188,10 +191,18 @@ void carp_recorder_event(struct carp_recorder *r,
     return;
   now = uv_now(r->loop);
   ns = t->namespace && *t->namespace ? t->namespace : "default";
-  carp_buf_init(&msg, 1024);
+  carp_buf_init(&msg, CARP_BUF_UNLIMITED);
   va_start(ap, fmt);
   carp_buf_vprintf(&msg, fmt, ap);
   va_end(ap);
+  if (msg.len > MAX_MESSAGE) {
+    /* Cut on a UTF-8 boundary, and say it was cut. */
+    size_t n = MAX_MESSAGE - 3;
+    while (n > 0 && ((unsigned char)msg.ptr[n] & 0xC0) == 0x80)
+      n--;
+    msg.len = n;
+    carp_buf_puts(&msg, "...");
+  }
   carp_metric_add(r->m_events, CARP_VALUES(type_name, reason), 1);
   CARP_LOG_DEBUG("events", carp_buf_cstr(&msg), CARP_F_STR("kind", t->kind),
                  CARP_F_STR("name", t->name), CARP_F_STR("reason", reason),
@@ -200,7 +211,7 @@ void carp_recorder_event(struct carp_recorder *r,
   carp_buf_init(&key, 4096);
   carp_buf_printf(&key, "%s/%s/%s\x1f%s\x1f%s\x1f%s", ns, t->kind, t->name,
                   type_name, reason, carp_buf_cstr(&msg));
-  carp_buf_init(&body, 8192);
+  carp_buf_init(&body, 16 * 1024);
   carp_buf_init(&path, 1024);
   carp_time_format_rfc3339(carp_time_wall_ms(), 0, ts);
 
@@ -247,6 +258,11 @@ void carp_recorder_event(struct carp_recorder *r,
   }
   if (r->folds.len >= MAX_ENTRIES) {
     r->stats.dropped++;
+    CARP_LOG_FOLDED(&r->fold, "full", CARP_LOG_WARN, "events",
+                    "too many distinct events in ten minutes, dropping new "
+                    "ones",
+                    CARP_F_UINT("limit", MAX_ENTRIES),
+                    CARP_F_STR("reason", reason));
     goto out;
   }
   f = CARP_NEW(struct fold);
@@ -292,12 +308,43 @@ void carp_recorder_event(struct carp_recorder *r,
     carp_buf_printf(&path, "/api/v1/namespaces/%s/events", ns);
     r->stats.created++;
     call(r, "POST", carp_buf_cstr(&path), "application/json", &body, f->key);
+  } else {
+    /* Never sent: forget it, or its repeats would wait on it forever. */
+    r->stats.failed++;
+    CARP_LOG_FOLDED(&r->fold, reason, CARP_LOG_ERROR, "events",
+                    "cannot build an event", CARP_F_STR("kind", t->kind),
+                    CARP_F_STR("name", t->name), CARP_F_STR("reason", reason));
+    carp_map_dels(&r->folds, f->key);
+    fold_free(f);
   }
 out:
   carp_buf_free(&msg);
   carp_buf_free(&key);
   carp_buf_free(&body);
   carp_buf_free(&path);
+}
+
+int carp_recorder_body_finish(struct carp_jw *w, struct carp_recorder *r,
+                              const struct carp_event_target *t,
+                              struct carp_logfold *fold, const char *logger,
+                              const char *key, const char *what)
+{
+  int rc = carp_jw_finish(w);
+  if (!rc)
+    return 0;
+  if (fold)
+    CARP_LOG_FOLDED(fold, key, CARP_LOG_ERROR, logger,
+                    "cannot build a request body", CARP_F_STR("object", key),
+                    CARP_F_STR("write", what), CARP_F_ERR(rc));
+  else
+    CARP_LOG_ERROR(logger, "cannot build a request body",
+                   CARP_F_STR("object", key), CARP_F_STR("write", what),
+                   CARP_F_ERR(rc));
+  if (r && t)
+    carp_recorder_event(r, t, CARP_EVENT_WARNING, "WriteFailed",
+                        "Cannot build the %s write: %s", what,
+                        carp_strerror(rc));
+  return rc;
 }
 
 struct carp_event_target carp_event_target_of(const struct carp_objmeta *m,
@@ -381,6 +428,7 @@ int carp_recorder_new(uv_loop_t *loop, struct carp_kube *kube,
   r->tokens_at = uv_now(loop);
   carp_map_init(&r->folds);
   carp_map_init(&r->buckets);
+  carp_logfold_init(&r->fold, 0, 0);
   uv_timer_init(loop, &r->sweep);
   r->sweep.data = r;
   uv_timer_start(&r->sweep, on_sweep, SWEEP_MS, SWEEP_MS);
@@ -418,6 +466,7 @@ static void on_sweep_closed(uv_handle_t *h)
     carp_free(b);
   }
   carp_map_free(&r->buckets);
+  carp_logfold_free(&r->fold);
   carp_free(r->component);
   carp_free(r->instance);
   carp_free(r);

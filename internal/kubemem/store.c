@@ -19,6 +19,7 @@ const struct km_res carp__km_resources[] = {
     {"", "v1", "events", "Event", 1, 0},
     {"", "v1", "secrets", "Secret", 1, 0},
     {"", "v1", "configmaps", "ConfigMap", 1, 0},
+    {"", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", 1, 1},
     {"policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", 1, 1},
     {"apps", "v1", "daemonsets", "DaemonSet", 1, 1},
     {"apps", "v1", "deployments", "Deployment", 1, 1},

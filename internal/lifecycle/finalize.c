@@ -1,7 +1,8 @@
 /* finalize.c: a NodeClaim being deleted. In order: stop a launch still in
  * flight; delete the Node and wait until it is gone (its own finalizer
  * makes the termination controller drain it first); delete the VM, again
- * and again until the provider says it is gone; then remove the
+ * and again until the provider says it is gone (InstanceTerminating=True
+ * is written first, as Karpenter does); then remove the
  * karpenter.sh/termination finalizer. A NodeClaim that only carries the
  * write-ahead annotation (its create never finished) is guarded by its
  * UID: a VM that names another NodeClaim is never touched. */
@@ -50,18 +51,28 @@ static void on_vm_deleted(int status, const struct carp_provider_error *err,
   struct delete_ctx *d = arg;
   struct carp_lifecycle *l = d->l;
   struct claim_mem *m = carp_map_gets(&l->mem, d->key);
+  uint64_t after = 1000; /* accepted: look again until it is gone */
   if (m) {
     m->del = NULL;
     /* Remember the outcome for the next reconcile: NotFound finishes. */
     m->del_status = status;
     m->del_done = 1;
   }
-  if (status && status != CARP_ENOTFOUND && status != CARP_ECANCELED)
-    CARP_LOG_WARN("lifecycle", "deleting the VM failed, will retry",
-                  CARP_F_STR("nodeclaim", d->key), CARP_F_ERR(status),
-                  CARP_F_STR("message", err ? err->message : ""));
+  if (m && status == 0)
+    carp_retry_reset(&m->del_retry);
+  if (status && status != CARP_ENOTFOUND && status != CARP_ECANCELED) {
+    /* 1 s doubling to a minute, per claim. */
+    after = m ? carp_retry_fail(&m->del_retry, carp__lc_now()) : 1000;
+    CARP_LOG_FOLDED(&l->fold, d->key, CARP_LOG_WARN, "lifecycle",
+                    "deleting the VM failed, will retry",
+                    CARP_F_STR("nodeclaim", d->key), CARP_F_ERR(status),
+                    CARP_F_STR("message", err ? err->message : ""),
+                    CARP_F_DURATION("retry_in", after));
+  } else if (status == CARP_ENOTFOUND) {
+    after = 0;
+  }
   if (!l->closing)
-    carp_workqueue_add_after(l->queue, d->key, status == 0 ? 1000 : 0);
+    carp_workqueue_add_after(l->queue, d->key, after);
   carp_free(d->key);
   carp_free(d);
   carp__lc_unpend(l);
@@ -84,12 +95,12 @@ static void remove_finalizer(struct carp_lifecycle *l,
   const char *zone =
       carp_kvset_get(nc->meta.labels, "topology.kubernetes.io/zone");
   uint32_t i;
-  carp_buf_init(&body, 4096);
+  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
   carp_jw_key(&w, "metadata");
   carp_jw_obj(&w);
-  carp_jw_kstr(&w, "resourceVersion", nc->meta.resource_version);
+  carp_jw_kstr(&w, "resourceVersion", carp__lc_claim_rv(l, nc));
   carp_jw_key(&w, "finalizers");
   carp_jw_arr(&w);
   for (i = 0; nc->meta.finalizers && i < nc->meta.finalizers->n; i++)
@@ -98,7 +109,11 @@ static void remove_finalizer(struct carp_lifecycle *l,
   carp_jw_arr_end(&w);
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
-  carp_jw_finish(&w);
+  if (carp__lc_finish_body(l, key, &w, "finalizer")) {
+    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+    carp_buf_free(&body);
+    return;
+  }
   CARP_LOG_INFO("lifecycle", "deleted nodeclaim",
                 CARP_F_STR("nodeclaim", nc->meta.name),
                 CARP_F_STR("providerID", nc->status.provider_id));
@@ -171,6 +186,26 @@ void carp__lc_finalize(struct carp_lifecycle *l,
   }
   if (m->del_done && m->del_status == CARP_ENOTFOUND) {
     remove_finalizer(l, nc, key);
+    return;
+  }
+  if (carp_retry_wait(&m->del_retry, carp__lc_now())) {
+    /* The last delete failed: its callback queued us for later. */
+    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER,
+                  carp_retry_wait(&m->del_retry, carp__lc_now()));
+    return;
+  }
+  if (!carp_conditions_is_true(&nc->status.conditions,
+                               CARP_COND_INSTANCE_TERMINATING)) {
+    /* As Karpenter: the condition says the delete was asked for. */
+    struct carp_nodeclaim_status st;
+    carp_nodeclaim_status_copy(&st, &nc->status);
+    carp_conditions_set(&st.conditions, &carp_condset_nodeclaim,
+                        CARP_COND_INSTANCE_TERMINATING, CARP_COND_TRUE,
+                        "InstanceTerminating", "", nc->meta.generation,
+                        carp__lc_now());
+    if (carp__lc_write_status(l, nc, &st, NULL, key, carp__lc_after_write))
+      carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+    carp_nodeclaim_status_cleanup(&st);
     return;
   }
   {

@@ -4,7 +4,11 @@
  * writes the result: labels first, then status (Launched=True, provider
  * ID, capacity), each conditional on the resourceVersion the previous
  * write returned. The result is kept until the cache shows Launched=True,
- * so a stale cache never starts a second create.
+ * so a stale cache never starts a second create. A failed create is tried
+ * again after a per-claim backoff (1 s doubling to 5 min, kept in the
+ * claim's memory so that the status write in between cannot reset it);
+ * every write names the resourceVersion our previous write to the claim
+ * returned, or the cache's when that is newer (carp__lc_claim_rv).
  *
  * The provider writes the VMID ahead through the reserve hook before it
  * clones; that write carries a resourceVersion precondition too, so a
@@ -41,13 +45,12 @@ static void on_reserved(const struct carp_kube_result *res, void *arg)
 {
   struct reserve_ctx *r = arg;
   struct carp_lifecycle *l = r->l;
-  struct claim_mem *m = carp_map_gets(&l->mem, r->key);
   const char *rv =
       carp_json_str(res->body, "metadata", "resourceVersion", NULL);
-  if (!res->err && m && rv) {
-    carp_free(m->reserved_rv);
-    m->reserved_rv = carp_strdup(rv);
-  }
+  if (!res->err && rv)
+    carp__lc_remember_rv(l, r->key, 0, rv);
+  else if (res->err == CARP_ECONFLICT)
+    carp__lc_remember_rv(l, r->key, 0, NULL);
   if (res->err)
     CARP_LOG_WARN("lifecycle", "could not record the VM before cloning",
                   CARP_F_STR("nodeclaim", r->key), CARP_F_ERR(res->err));
@@ -64,7 +67,6 @@ static void reserve(const struct carp_nodeclaim *nc,
   struct carp_lifecycle *l = arg;
   const struct carp_nodeclaim *cur =
       carp_cluster_nodeclaim(l->cluster, nc->meta.name);
-  struct claim_mem *m = carp_map_gets(&l->mem, nc->meta.name);
   struct reserve_ctx *r;
   struct carp_kube_ref ref = {.group = CARP_KARPENTER_GROUP,
                               .version = CARP_KARPENTER_VERSION,
@@ -79,8 +81,8 @@ static void reserve(const struct carp_nodeclaim *nc,
     done(token, CARP_ECANCELED);
     return;
   }
-  /* Our own last write is newer than the cache, if we made one. */
-  rv = m && m->reserved_rv ? m->reserved_rv : cur->meta.resource_version;
+  /* Our own last write may be newer than the cache. */
+  rv = carp__lc_claim_rv(l, cur);
   carp_buf_init(&body, 4096);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
@@ -93,7 +95,12 @@ static void reserve(const struct carp_nodeclaim *nc,
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
-  carp_jw_finish(&w);
+  rc = carp__lc_finish_body(l, nc->meta.name, &w, "write-ahead annotation");
+  if (rc) {
+    carp_buf_free(&body);
+    done(token, rc);
+    return;
+  }
   r = CARP_NEW(struct reserve_ctx);
   r->l = l;
   r->key = carp_strdup(nc->meta.name);
@@ -313,8 +320,7 @@ static void write_labels(struct carp_lifecycle *l,
   carp_jw_obj(&w);
   carp_jw_key(&w, "metadata");
   carp_jw_obj(&w);
-  carp_jw_kstr(&w, "resourceVersion",
-               m->reserved_rv ? m->reserved_rv : nc->meta.resource_version);
+  carp_jw_kstr(&w, "resourceVersion", carp__lc_claim_rv(l, nc));
   carp_jw_key(&w, "labels");
   carp_jw_obj(&w);
   if (in->instance_type[0])
@@ -338,8 +344,8 @@ static void write_labels(struct carp_lifecycle *l,
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
-  carp_jw_finish(&w);
-  if (carp__lc_patch(l, key, CARP_KARPENTER_GROUP, CARP_KARPENTER_VERSION,
+  if (carp__lc_finish_body(l, key, &w, "labels") ||
+      carp__lc_patch(l, key, CARP_KARPENTER_GROUP, CARP_KARPENTER_VERSION,
                      "nodeclaims", nc->meta.name, NULL, body.ptr, body.len,
                      on_labels_written))
     carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
@@ -349,7 +355,24 @@ static void write_labels(struct carp_lifecycle *l,
 static void on_failed_deleted(struct carp_lifecycle *l, const char *key,
                               const struct carp_kube_result *res)
 {
+  struct claim_mem *m = carp_map_gets(&l->mem, key);
+  if (m && (!res->err || res->err == CARP_ENOTFOUND)) {
+    /* Deleted: its pods get a new claim. Until the cache shows the
+     * deletion, a reconcile must neither launch it again nor delete it a
+     * second time. */
+    m->claim_deleted = 1;
+    m->launch_done = 0;
+    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, 2000);
+    return;
+  }
   carp__lc_after_write(l, key, res);
+}
+
+/* Errors a new create cannot fix by itself: they back off to minutes. */
+static int launch_error_permanent(int st)
+{
+  return st == CARP_EBADREQUEST || st == CARP_EINVALID ||
+         st == CARP_EFORBIDDEN || st == CARP_EUNAUTHORIZED;
 }
 
 static void handle_result(struct carp_lifecycle *l,
@@ -357,16 +380,19 @@ static void handle_result(struct carp_lifecycle *l,
                           struct claim_mem *m)
 {
   int st = m->launch_status;
+  uint64_t delay;
   if (st == 0) {
+    carp_retry_reset(&m->launch_retry);
     carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Launched",
                    "Launched %s (%s) on %s", m->inst.provider_id,
                    m->inst.instance_type, m->inst.zone);
     write_labels(l, nc, key, m);
     return;
   }
-  m->launch_done = 0;
   if (st == CARP_EINSUFFICIENT_CAPACITY || st == CARP_ENODECLASS_NOT_READY) {
-    /* Karpenter deletes the claim: its pods get a new one elsewhere. */
+    /* Karpenter deletes the claim: its pods get a new one elsewhere.
+     * launch_done stays set until the delete is accepted, so a failed
+     * delete is retried (with backoff), never turned into a new create. */
     int ice = st == CARP_EINSUFFICIENT_CAPACITY;
     carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1,
                    ice ? "InsufficientCapacityError" : "NodeClassNotReadyError",
@@ -377,13 +403,23 @@ static void handle_result(struct carp_lifecycle *l,
       carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
     return;
   }
-  CARP_LOG_WARN("lifecycle", "launch failed, will retry",
-                CARP_F_STR("nodeclaim", nc->meta.name),
-                CARP_F_STR("reason", m->err.reason),
-                CARP_F_STR("message", m->err.message), CARP_F_ERR(st));
+  m->launch_done = 0;
+  /* The next create waits: 1 s doubling to 5 min, or minutes at once for
+   * what a retry cannot fix. */
+  delay = launch_error_permanent(st)
+              ? carp_retry_fail_permanent(&m->launch_retry, carp__lc_now(),
+                                          2 * 60 * 1000)
+              : carp_retry_fail(&m->launch_retry, carp__lc_now());
+  CARP_LOG_FOLDED(&l->fold, nc->meta.name, CARP_LOG_WARN, "lifecycle",
+                  "launch failed, will retry",
+                  CARP_F_STR("nodeclaim", nc->meta.name),
+                  CARP_F_STR("reason", m->err.reason),
+                  CARP_F_STR("message", m->err.message), CARP_F_ERR(st),
+                  CARP_F_UINT("attempts", m->launch_retry.failures),
+                  CARP_F_DURATION("retry_in", delay));
   set_unknown(l, nc, key,
               m->err.reason[0] ? m->err.reason : CARP_REASON_LAUNCH_FAILED,
-              m->err.message[0] ? m->err.message : carp_strerror(st), 0);
+              m->err.message[0] ? m->err.message : carp_strerror(st), delay);
 }
 
 void carp__lc_launch(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
@@ -392,9 +428,15 @@ void carp__lc_launch(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
   struct claim_mem *m = carp__lc_mem(l, nc, 1);
   const struct carp_nodeclass *cls;
   struct launch_ctx *c;
+  uint64_t wait;
 
   if (m->launch || m->reading_secret) {
     carp__lc_done(l, key, CARP_RECONCILE_DONE, 0); /* its callback requeues */
+    return;
+  }
+  if (m->claim_deleted) {
+    /* Deleted after a failed launch; its deletion event comes. */
+    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, 5000);
     return;
   }
   if (m->launch_done) {
@@ -420,6 +462,11 @@ void carp__lc_launch(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
     snprintf(msg, sizeof(msg), "ProxmoxNodeClass %s not found",
              nc->spec.node_class_ref.name);
     set_unknown(l, nc, key, "NodeClassNotFound", msg, 10000);
+    return;
+  }
+  wait = carp_retry_wait(&m->launch_retry, carp__lc_now());
+  if (wait) {
+    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, wait);
     return;
   }
   c = CARP_NEW(struct launch_ctx);

@@ -18,7 +18,8 @@ static void mem_free(struct claim_mem *m)
 {
   carp_resources_cleanup(&m->inst.capacity);
   carp_resources_cleanup(&m->inst.allocatable);
-  carp_free(m->reserved_rv);
+  carp_free(m->claim_rv);
+  carp_free(m->node_rv);
   carp_free(m->name);
   carp_free(m->uid);
   carp_free(m);
@@ -39,6 +40,10 @@ struct claim_mem *carp__lc_mem(struct carp_lifecycle *l,
   m = CARP_NEW(struct claim_mem);
   m->name = carp_strdup(nc->meta.name);
   m->uid = carp_strdup(nc->meta.uid);
+  /* 1 s doubling to 5 min: a Proxmox that refuses every call sees one
+   * create per claim every few minutes, not hundreds per second. */
+  carp_retry_init(&m->launch_retry, 1000, 5 * 60 * 1000);
+  carp_retry_init(&m->del_retry, 1000, 60 * 1000);
   carp_map_puts(&l->mem, m->name, m);
   return m;
 }
@@ -49,6 +54,7 @@ void carp__lc_mem_drop(struct carp_lifecycle *l, const char *name)
   if (!m || m->launch || m->del || m->reading_secret)
     return; /* still referenced by a callback */
   carp_map_dels(&l->mem, name);
+  carp_logfold_forget(&l->fold, name);
   mem_free(m);
 }
 
@@ -69,7 +75,7 @@ void carp__lc_event(struct carp_lifecycle *l, const struct carp_objmeta *m,
   va_list ap;
   if (!l->o.recorder)
     return;
-  carp_buf_init(&msg, 4096);
+  carp_buf_init(&msg, CARP_BUF_UNLIMITED); /* the recorder cuts it */
   va_start(ap, fmt);
   carp_buf_vprintf(&msg, fmt, ap);
   va_end(ap);
@@ -94,12 +100,12 @@ static void add_finalizer(struct carp_lifecycle *l,
   struct carp_buf body;
   struct carp_jw w;
   uint32_t i;
-  carp_buf_init(&body, 4096);
+  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
   carp_jw_key(&w, "metadata");
   carp_jw_obj(&w);
-  carp_jw_kstr(&w, "resourceVersion", nc->meta.resource_version);
+  carp_jw_kstr(&w, "resourceVersion", carp__lc_claim_rv(l, nc));
   carp_jw_key(&w, "finalizers");
   carp_jw_arr(&w);
   for (i = 0; nc->meta.finalizers && i < nc->meta.finalizers->n; i++)
@@ -108,8 +114,8 @@ static void add_finalizer(struct carp_lifecycle *l,
   carp_jw_arr_end(&w);
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
-  carp_jw_finish(&w);
-  if (carp__lc_patch(l, key, CARP_KARPENTER_GROUP, CARP_KARPENTER_VERSION,
+  if (carp__lc_finish_body(l, key, &w, "finalizer") ||
+      carp__lc_patch(l, key, CARP_KARPENTER_GROUP, CARP_KARPENTER_VERSION,
                      "nodeclaims", nc->meta.name, NULL, body.ptr, body.len,
                      on_finalizer_added))
     carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
@@ -232,6 +238,7 @@ int carp_lifecycle_new(uv_loop_t *loop, struct carp_cluster *cluster,
   if (!l->o.registration_timeout_ms)
     l->o.registration_timeout_ms = 15 * 60 * 1000;
   carp_map_init(&l->mem);
+  carp_logfold_init(&l->fold, 0, 0);
   memset(&qo, 0, sizeof(qo));
   qo.name = "nodeclaim.lifecycle";
   qo.concurrency = l->o.concurrency;
@@ -287,6 +294,7 @@ void carp_lifecycle_free(struct carp_lifecycle *l)
   while (carp_map_next(&l->mem, &it, NULL, NULL, &v))
     mem_free(v);
   carp_map_free(&l->mem);
+  carp_logfold_free(&l->fold);
   carp_free(l);
 }
 

@@ -4,8 +4,11 @@
 #ifndef CARP_LIFECYCLE_INT_H
 #define CARP_LIFECYCLE_INT_H
 
+#include "carpenter/backoff.h"
 #include "carpenter/buf.h"
+#include "carpenter/json.h"
 #include "carpenter/lifecycle.h"
+#include "carpenter/logfold.h"
 #include "carpenter/map.h"
 #include "carpenter/nodeclaim.h"
 #include "carpenter/workqueue.h"
@@ -24,8 +27,18 @@ struct claim_mem {
   struct carp_provider_op *del; /* delete in flight */
   int del_done;                 /* a delete finished: del_status holds it */
   int del_status;
-  char *reserved_rv;  /* resourceVersion after the annotation */
+  /* The resourceVersions our last writes to the NodeClaim and to its Node
+   * returned: a write that follows another to the same object uses the
+   * newer of this and the cache's (carp__lc_claim_rv/node_rv); a conflict
+   * forgets it, so the next try re-reads. */
+  char *claim_rv;
+  char *node_rv;
   int reading_secret; /* a launch waits for its user-data */
+  /* Failed launches back off across reconciles (a status write in between
+   * ends its reconcile as a success for the work queue). */
+  struct carp_retry launch_retry;
+  struct carp_retry del_retry; /* failed VM deletes, likewise */
+  int claim_deleted; /* a failed launch deleted it: never launched again */
 };
 
 struct carp_lifecycle {
@@ -44,6 +57,7 @@ struct carp_lifecycle {
   struct carp_metric *m_terminated;
   struct carp_metric *m_disrupted;
   struct carp_metric *m_nodes_created;
+  struct carp_logfold fold; /* lines that repeat per retry, per claim */
 };
 
 /* A reconcile step's outcome. */
@@ -92,8 +106,23 @@ int carp__lc_delete_claim(struct carp_lifecycle *l,
 int carp__lc_delete_node(struct carp_lifecycle *l, const char *key,
                          const char *name, const char *uid,
                          carp_lc_write_cb cb);
+/* The precondition for a write to the NodeClaim or to its Node: the newer
+ * of the cached resourceVersion and the one our last write returned. */
+const char *carp__lc_claim_rv(struct carp_lifecycle *l,
+                              const struct carp_nodeclaim *nc);
+const char *carp__lc_node_rv(struct carp_lifecycle *l, const char *key,
+                             const struct carp_objmeta *node);
+/* Records the resourceVersion a write to the NodeClaim (node 0) or its
+ * Node (node 1) returned; NULL forgets it. */
+void carp__lc_remember_rv(struct carp_lifecycle *l, const char *key, int node,
+                          const char *rv);
+/* Finishes a body built with w; on failure (a buffer overflow, a builder
+ * error) logs it and raises a WriteFailed event on the claim, and returns
+ * the error: the caller ends its reconcile with CARP_RECONCILE_ERROR. */
+int carp__lc_finish_body(struct carp_lifecycle *l, const char *key,
+                         struct carp_jw *w, const char *what);
 /* The usual ending of a write: requeue at once on success, back off on
- * errors (a conflict means the cache was stale). */
+ * errors (a conflict means the cache was stale: it is re-read). */
 void carp__lc_after_write(struct carp_lifecycle *l, const char *key,
                           const struct carp_kube_result *res);
 int64_t carp__lc_now(void);

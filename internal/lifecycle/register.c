@@ -147,12 +147,36 @@ static void on_node_synced(struct carp_lifecycle *l, const char *key,
   set_registered(l, nc, key, node);
 }
 
+/* The patch could not be built (over CARP_KUBE_MAX_BODY): it never will
+ * be, so say so where users look and wait long before trying again. */
+static void sync_failed(struct carp_lifecycle *l,
+                        const struct carp_nodeclaim *nc,
+                        const struct carp_node *node, const char *key, int rc)
+{
+  char msg[512];
+  snprintf(msg, sizeof(msg),
+           "cannot build the patch that registers Node %s (%u labels, %u "
+           "annotations, %u taints and %u startup taints to copy): %s",
+           node->meta.name, nc->meta.labels ? nc->meta.labels->n : 0,
+           nc->meta.annotations ? nc->meta.annotations->n : 0, nc->spec.ntaints,
+           nc->spec.nstartup_taints, carp_strerror(rc));
+  CARP_LOG_FOLDED(&l->fold, key, CARP_LOG_ERROR, "lifecycle",
+                  "cannot register the node", CARP_F_STR("nodeclaim", key),
+                  CARP_F_STR("node", node->meta.name),
+                  CARP_F_STR("problem", msg));
+  carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1, "NodeSyncFailed", "%s",
+                 msg);
+  set_condition(l, nc, key, CARP_COND_REGISTERED, CARP_COND_FALSE,
+                "NodeSyncFailed", msg, NULL, 5 * 60 * 1000, NULL);
+}
+
 static void sync_node(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
                       const struct carp_node *node, const char *key)
 {
   struct carp_buf body;
   struct carp_jw w;
   uint32_t i;
+  int rc;
   int sync_taints =
       !carp_kvset_get(node->meta.labels, "karpenter.sh/do-not-sync-taints");
 
@@ -162,12 +186,12 @@ static void sync_node(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
                    "Node %s registered without the %s:NoExecute taint; pods "
                    "may have landed before its labels and taints were set",
                    node->meta.name, CARP_TAINT_UNREGISTERED);
-  carp_buf_init(&body, 64 * 1024);
+  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
   carp_jw_key(&w, "metadata");
   carp_jw_obj(&w);
-  carp_jw_kstr(&w, "resourceVersion", node->meta.resource_version);
+  carp_jw_kstr(&w, "resourceVersion", carp__lc_node_rv(l, key, &node->meta));
   carp_jw_key(&w, "labels");
   carp_jw_obj(&w);
   for (i = 0; nc->meta.labels && i < nc->meta.labels->n; i++)
@@ -221,9 +245,11 @@ static void sync_node(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
   carp_jw_arr_end(&w);
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
-  if (carp_jw_finish(&w) ||
-      carp__lc_patch(l, key, "", "v1", "nodes", node->meta.name, NULL, body.ptr,
-                     body.len, on_node_synced))
+  rc = carp_jw_finish(&w);
+  if (rc)
+    sync_failed(l, nc, node, key, rc);
+  else if (carp__lc_patch(l, key, "", "v1", "nodes", node->meta.name, NULL,
+                          body.ptr, body.len, on_node_synced))
     carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
   carp_buf_free(&body);
 }
@@ -242,12 +268,12 @@ static void drop_unregistered_taint(struct carp_lifecycle *l,
 
   CARP_LOG_WARN("lifecycle", "unregistered taint is back on a registered node",
                 CARP_F_STR("node", node->meta.name));
-  carp_buf_init(&body, 64 * 1024);
+  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
   carp_jw_key(&w, "metadata");
   carp_jw_obj(&w);
-  carp_jw_kstr(&w, "resourceVersion", node->meta.resource_version);
+  carp_jw_kstr(&w, "resourceVersion", carp__lc_node_rv(l, key, &node->meta));
   carp_jw_obj_end(&w);
   carp_jw_key(&w, "spec");
   carp_jw_obj(&w);
@@ -321,7 +347,7 @@ static void initialize(struct carp_lifecycle *l,
   snprintf(body, sizeof(body),
            "{\"metadata\":{\"resourceVersion\":\"%s\",\"labels\":{\"%s\":"
            "\"true\"}}}",
-           node->meta.resource_version, CARP_LABEL_INITIALIZED);
+           carp__lc_node_rv(l, key, &node->meta), CARP_LABEL_INITIALIZED);
   if (carp__lc_patch(l, key, "", "v1", "nodes", node->meta.name, NULL, body,
                      strlen(body), on_node_initialized))
     carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);

@@ -386,6 +386,11 @@ static void register_all(struct carp_metricsctl *m)
                      "nodepool", "zone", "arch", "capacity_type",
                      "instance_type", "phase", "ready", "managed"),
          carp__mctl_stream_pods);
+  stream(m, "carpenter_pods_state_series_omitted",
+         "Pods left out of karpenter_pods_state at the last scrape: it has "
+         "at most --metrics-pod-series-limit series, pods that are pending, "
+         "not running or not ready first.",
+         NULL, carp__mctl_stream_pods_omitted);
   stream(m, "karpenter_nodepools_usage",
          "The amount of resources that have been provisioned for a nodepool. "
          "Labeled by nodepool name and resource type.",
@@ -426,6 +431,8 @@ int carp_metricsctl_new(uv_loop_t *loop, struct carp_cluster *cluster,
   m->loop = loop;
   m->cluster = cluster;
   m->o = *o;
+  if (!m->o.pod_series_limit)
+    m->o.pod_series_limit = 5000;
   carp_map_init(&m->snap_index);
   m->unsynced_since_ms = (int64_t)carp_time_mono_ms();
   rc = carp__mctl_pods_init(m);

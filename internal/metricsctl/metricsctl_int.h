@@ -56,6 +56,7 @@ struct carp_metricsctl {
   struct carp_metric *m_startup;
   struct carp_metric *m_bound;
   int64_t unsynced_since_ms; /* monotonic; 0 while synced */
+  size_t pods_omitted;       /* pods without a series at the last scrape */
   /* the snapshot */
   uint64_t snap_scrape;
   struct carp_mctl_node *snap;
@@ -76,9 +77,11 @@ void carp__mctl_snapshot(struct carp_metricsctl *m, uint64_t scrape);
 const struct carp_mctl_node *carp__mctl_node_of(struct carp_metricsctl *m,
                                                 const char *node_name);
 /* pods.c */
+/* karpenter_pods_state, and how many pods it left out. */
+void carp__mctl_stream_pods(struct carp_metric_writer *w, void *arg);
+void carp__mctl_stream_pods_omitted(struct carp_metric_writer *w, void *arg);
 /* Formats the node's labels for karpenter_pods_state (pod_labels). */
 void carp__mctl_pod_labels(struct carp_mctl_node *s);
 int carp__mctl_pods_init(struct carp_metricsctl *m);
-void carp__mctl_stream_pods(struct carp_metric_writer *w, void *arg);
 
 #endif

@@ -1,5 +1,6 @@
 /* pods.c: karpenter_pods_state, streamed at scrape time with one series
- * per cached pod, and the pod durations observed from informer events.
+ * per cached pod (up to a limit), and the pod durations observed from
+ * informer events.
  *
  * Labels follow Karpenter's pod metrics controller: owner is the self link
  * Karpenter builds from the first owner reference
@@ -140,8 +141,78 @@ static void put_sample(struct carp_metric_writer *w, struct carp_metricsctl *m,
 #define BATCH_BYTES (64 * 1024)
 #define LINE_BYTES  4096 /* room for one line (names are <= 253 bytes) */
 
+/* A pod someone is likely to look for: not placed, not running or not
+ * ready. These get their series first when there are more pods than
+ * series allowed. */
+static int needs_attention(const struct carp_pod *p)
+{
+  return !p->node_name || p->phase != CARP_POD_RUNNING || !p->ready;
+}
+
+/* Appends one pod's line to buf (flushed to w in BATCH_BYTES pieces). */
+static void emit_pod(struct carp_metric_writer *w, struct carp_metricsctl *m,
+                     const struct carp_pod *p, char *buf, size_t *lenp)
+{
+  const struct carp_objmeta *o = &p->meta;
+  const struct carp_mctl_node *n = carp__mctl_node_of(m, p->node_name);
+  const char *owner = owner_link(m, p);
+  size_t len = *lenp, start = len;
+  if (strlen(o->name) + strlen(owner) +
+          (n ? n->pod_labels_len : sizeof(NA_LABELS)) + 600 >
+      LINE_BYTES) {
+    put_sample(w, m, p, n);
+    return;
+  }
+  PUT_LIT(buf, &len, "karpenter_pods_state{name=\"");
+  if (!put(buf, &len, o->name))
+    goto slow;
+  PUT_LIT(buf, &len, "\",namespace=\"");
+  if (!put(buf, &len, o->namespace ? o->namespace : ""))
+    goto slow;
+  PUT_LIT(buf, &len, "\",owner=\"");
+  if (!put(buf, &len, owner))
+    goto slow;
+  PUT_LIT(buf, &len, "\",node=\"");
+  if (p->node_name) {
+    if (!put(buf, &len, p->node_name))
+      goto slow;
+    PUT_LIT(buf, &len, "\",scheduled=\"true");
+  } else {
+    PUT_LIT(buf, &len, "\",scheduled=\"false");
+  }
+  if (n) {
+    memcpy(buf + len, n->pod_labels, n->pod_labels_len);
+    len += n->pod_labels_len;
+  } else {
+    PUT_LIT(buf, &len, NA_LABELS);
+  }
+  PUT_LIT(buf, &len, "\",phase=\"");
+  put(buf, &len, phase_name(p->phase));
+  if (p->ready)
+    PUT_LIT(buf, &len, "\",ready=\"true");
+  else
+    PUT_LIT(buf, &len, "\",ready=\"false");
+  if (n && !strcmp(n->labels[NL_MANAGED], "true"))
+    PUT_LIT(buf, &len, "\",managed=\"true\"} 1\n");
+  else
+    PUT_LIT(buf, &len, "\",managed=\"false\"} 1\n");
+  if (len >= BATCH_BYTES) {
+    carp_metric_writer_raw(w, buf, len);
+    len = 0;
+  }
+  *lenp = len;
+  return;
+slow:
+  carp_metric_writer_raw(w, buf, start);
+  *lenp = 0;
+  put_sample(w, m, p, n);
+}
+
 /* One line per pod, composed into a batch and written in 64 KiB pieces:
- * the node-derived labels come preformatted from the snapshot. */
+ * the node-derived labels come preformatted from the snapshot. At most
+ * pod_series_limit lines: pods that need attention first (pending, not
+ * running, not ready), then the others in cache order; the number left
+ * out is carpenter_pods_state_series_omitted. */
 void carp__mctl_stream_pods(struct carp_metric_writer *w, void *arg)
 {
   struct carp_metricsctl *m = arg;
@@ -149,66 +220,29 @@ void carp__mctl_stream_pods(struct carp_metric_writer *w, void *arg)
   struct carp_store_iter it;
   struct carp_objmeta *o;
   char *buf = carp_malloc(BATCH_BYTES + LINE_BYTES);
-  size_t len = 0;
+  size_t len = 0, emitted = 0, total = carp_store_len(pods);
+  int pass;
   carp__mctl_snapshot(m, carp_metric_writer_scrape(w));
-  carp_store_iter_init(&it);
-  while ((o = carp_store_next(pods, &it))) {
-    const struct carp_pod *p = (const struct carp_pod *)o;
-    const struct carp_mctl_node *n = carp__mctl_node_of(m, p->node_name);
-    const char *owner = owner_link(m, p);
-    size_t start = len;
-    if (strlen(o->name) + strlen(owner) +
-            (n ? n->pod_labels_len : sizeof(NA_LABELS)) + 600 >
-        LINE_BYTES) {
-      put_sample(w, m, p, n);
-      continue;
+  for (pass = 0; pass < 2 && emitted < m->o.pod_series_limit; pass++) {
+    carp_store_iter_init(&it);
+    while (emitted < m->o.pod_series_limit &&
+           (o = carp_store_next(pods, &it))) {
+      const struct carp_pod *p = (const struct carp_pod *)o;
+      if (needs_attention(p) != (pass == 0))
+        continue;
+      emit_pod(w, m, p, buf, &len);
+      emitted++;
     }
-    PUT_LIT(buf, &len, "karpenter_pods_state{name=\"");
-    if (!put(buf, &len, o->name))
-      goto slow;
-    PUT_LIT(buf, &len, "\",namespace=\"");
-    if (!put(buf, &len, o->namespace ? o->namespace : ""))
-      goto slow;
-    PUT_LIT(buf, &len, "\",owner=\"");
-    if (!put(buf, &len, owner))
-      goto slow;
-    PUT_LIT(buf, &len, "\",node=\"");
-    if (p->node_name) {
-      if (!put(buf, &len, p->node_name))
-        goto slow;
-      PUT_LIT(buf, &len, "\",scheduled=\"true");
-    } else {
-      PUT_LIT(buf, &len, "\",scheduled=\"false");
-    }
-    if (n) {
-      memcpy(buf + len, n->pod_labels, n->pod_labels_len);
-      len += n->pod_labels_len;
-    } else {
-      PUT_LIT(buf, &len, NA_LABELS);
-    }
-    PUT_LIT(buf, &len, "\",phase=\"");
-    put(buf, &len, phase_name(p->phase));
-    if (p->ready)
-      PUT_LIT(buf, &len, "\",ready=\"true");
-    else
-      PUT_LIT(buf, &len, "\",ready=\"false");
-    if (n && !strcmp(n->labels[NL_MANAGED], "true"))
-      PUT_LIT(buf, &len, "\",managed=\"true\"} 1\n");
-    else
-      PUT_LIT(buf, &len, "\",managed=\"false\"} 1\n");
-    if (len >= BATCH_BYTES) {
-      carp_metric_writer_raw(w, buf, len);
-      len = 0;
-    }
-    continue;
-  slow:
-    len = start;
-    carp_metric_writer_raw(w, buf, len);
-    len = 0;
-    put_sample(w, m, p, n);
   }
   carp_metric_writer_raw(w, buf, len);
   carp_free(buf);
+  m->pods_omitted = total > emitted ? total - emitted : 0;
+}
+
+void carp__mctl_stream_pods_omitted(struct carp_metric_writer *w, void *arg)
+{
+  struct carp_metricsctl *m = arg;
+  carp_metric_writer_sample(w, NULL, (double)m->pods_omitted);
 }
 
 /* ---- durations ---- */

@@ -18,7 +18,7 @@ int carp_server_new(uv_loop_t *loop, const struct carp_server_options *opts,
   s = CARP_NEW(struct carp_server);
   s->loop = loop;
   s->opts = *opts;
-  s->host = carp_strdup(opts->host ? opts->host : "0.0.0.0");
+  s->host = carp_strdup(opts->host ? opts->host : "127.0.0.1");
   s->name = carp_strdup(opts->name ? opts->name : "http");
   s->opts.host = s->host;
   s->opts.name = s->name;
@@ -28,13 +28,14 @@ int carp_server_new(uv_loop_t *loop, const struct carp_server_options *opts,
     s->opts.max_header_bytes = 8 * 1024;
   if (!s->opts.max_body_bytes)
     s->opts.max_body_bytes = 64 * 1024;
-  if (!s->opts.max_output_bytes)
-    s->opts.max_output_bytes = 8 * 1024 * 1024;
   if (!s->opts.read_timeout_ms)
     s->opts.read_timeout_ms = 10 * 1000;
+  if (!s->opts.write_timeout_ms)
+    s->opts.write_timeout_ms = 10 * 1000;
   if (!s->opts.idle_timeout_ms)
     s->opts.idle_timeout_ms = 60 * 1000;
   s->port = opts->port;
+  carp_logfold_init(&s->fold, 0, 0);
   *out = s;
   return 0;
 }
@@ -53,11 +54,58 @@ int carp_server_route(struct carp_server *s, const char *path, unsigned methods,
   r->methods = methods;
   r->handler = handler;
   r->arg = arg;
+  r->cache_ms = 0;
+  r->cached = NULL;
   return 0;
 }
 
-const struct carp_server_route *
-carp__server_find_route(const struct carp_server *s, const char *path)
+int carp_server_route_cache(struct carp_server *s, const char *path,
+                            uint64_t cache_ms)
+{
+  struct carp_server_route *r = carp__server_find_route(s, path);
+  if (!r)
+    return CARP_ENOENT;
+  r->cache_ms = cache_ms;
+  return 0;
+}
+
+uint64_t carp_server_handler_calls(const struct carp_server *s)
+{
+  return s->handler_calls;
+}
+
+size_t carp_server_queued_bytes(const struct carp_server *s)
+{
+  const struct carp_server_conn *c;
+  size_t n = 0;
+  for (c = s->conns; c; c = c->next)
+    n += c->queued_bytes;
+  return n;
+}
+
+size_t carp_server_connections(const struct carp_server *s)
+{
+  return s->nconns;
+}
+
+struct carp_server_body *carp__server_body_ref(struct carp_server_body *b)
+{
+  b->refs++;
+  return b;
+}
+
+void carp__server_body_unref(struct carp_server_body *b)
+{
+  if (!b || --b->refs > 0)
+    return;
+  carp_free(b->content_type);
+  carp_free(b->query);
+  carp_free(b->data);
+  carp_free(b);
+}
+
+struct carp_server_route *carp__server_find_route(struct carp_server *s,
+                                                  const char *path)
 {
   size_t i;
   for (i = 0; i < s->nroutes; i++)
@@ -71,8 +119,9 @@ static void on_connection(uv_stream_t *listener, int status)
   struct carp_server *s =
       carp_container_of((uv_tcp_t *)listener, struct carp_server, listener);
   if (status < 0) {
-    CARP_LOG_WARN("server", "accept failed", CARP_F_STR("server", s->name),
-                  CARP_F_ERR(status));
+    CARP_LOG_FOLDED(&s->fold, "accept", CARP_LOG_WARN, "server",
+                    "accept failed", CARP_F_STR("server", s->name),
+                    CARP_F_ERR(status));
     return;
   }
   carp__server_conn_accept(s);
@@ -128,8 +177,11 @@ static void server_free(struct carp_server *s)
   size_t i;
   void (*cb)(void *) = s->close_cb;
   void *arg = s->close_arg;
-  for (i = 0; i < s->nroutes; i++)
+  for (i = 0; i < s->nroutes; i++) {
     carp_free(s->routes[i].path);
+    carp__server_body_unref(s->routes[i].cached);
+  }
+  carp_logfold_free(&s->fold);
   carp_free(s->routes);
   carp_free(s->host);
   carp_free(s->name);

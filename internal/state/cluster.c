@@ -3,6 +3,7 @@
  * the caches cannot show lives in book.c. */
 #include "state_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "carpenter/alloc.h"
@@ -27,6 +28,12 @@ static const char *claim_provider(const struct carp_objmeta *m)
 static const char *claim_pool(const struct carp_objmeta *m)
 {
   return carp_nodeclaim_nodepool((const struct carp_nodeclaim *)m);
+}
+
+static const char *va_node(const struct carp_objmeta *m)
+{
+  const char *n = ((const struct carp_volumeattachment *)m)->node_name;
+  return n && *n ? n : NULL;
 }
 
 static int add(struct carp_cluster *c, const struct carp_kind *kind,
@@ -58,7 +65,9 @@ int carp_cluster_new(uv_loop_t *loop, struct carp_kube *kube,
       (rc = add(c, &carp_kind_nodepool, &c->nodepools)) ||
       (rc = add(c, &carp_kind_proxmoxnodeclass, &c->nodeclasses)) ||
       (rc = add(c, &carp_kind_pdb, &c->pdbs)) ||
-      (rc = add(c, &carp_kind_daemonset, &c->daemonsets))) {
+      (rc = add(c, &carp_kind_daemonset, &c->daemonsets)) ||
+      (rc = add(c, &carp_kind_volumeattachment, &c->volumeattachments)) ||
+      (rc = add(c, &carp_kind_pvc, &c->pvcs))) {
     carp_cluster_close(c, NULL, NULL);
     return rc;
   }
@@ -66,6 +75,7 @@ int carp_cluster_new(uv_loop_t *loop, struct carp_kube *kube,
   carp_informer_add_index(c->nodes, node_provider);
   carp_informer_add_index(c->nodeclaims, claim_provider);
   carp_informer_add_index(c->nodeclaims, claim_pool);
+  carp_informer_add_index(c->volumeattachments, va_node);
   carp__cluster_book_init(c, metrics);
   *out = c;
   return 0;
@@ -203,6 +213,22 @@ carp_cluster_pods_on_node(const struct carp_cluster *c, const char *node,
 {
   return carp_store_by_index(carp_informer_store(c->pods), CARP_IDX_POD_NODE,
                              node, n);
+}
+
+struct carp_objmeta *const *
+carp_cluster_volumeattachments_on_node(const struct carp_cluster *c,
+                                       const char *node, size_t *n)
+{
+  return carp_store_by_index(carp_informer_store(c->volumeattachments),
+                             CARP_IDX_VA_NODE, node, n);
+}
+
+const struct carp_pvc *carp_cluster_pvc(const struct carp_cluster *c,
+                                        const char *namespace, const char *name)
+{
+  char key[512];
+  snprintf(key, sizeof(key), "%s/%s", namespace ? namespace : "", name);
+  return (const struct carp_pvc *)get(c->pvcs, key);
 }
 
 struct carp_objmeta *const *

@@ -7,7 +7,9 @@
  * (already terminating), or to be evicted. Ordinary pods are evicted
  * first; critical ones only once no ordinary pod is left. Evictions run
  * beside the reconcile, one per pod at a time, with per-pod backoff from
- * 100 ms doubling to 10 s when refused.
+ * 100 ms doubling to 10 s (with jitter) when refused; an answer a retry
+ * cannot fix (400 - a server without policy/v1 Eviction -, 422, a 404 that
+ * names no pod) waits three minutes and raises FailedDraining.
  *
  * The deadline (the NodeClaim's terminationGracePeriod) overrides all of
  * that: a pod still there at the deadline minus its own grace period is
@@ -35,6 +37,7 @@
 #define FAILED_EVENT_MS      30000
 #define DRAIN_POLL_MS        1000
 #define EVICTED_RECHECK_MS   5000
+#define EVICT_REFUSED_MS     (3 * 60 * 1000) /* a retry cannot fix it */
 
 /* ---- pure helpers ---- */
 
@@ -113,6 +116,8 @@ static struct pod_drain *pod_mem(struct node_mem *m, const struct carp_pod *p)
   if (d)
     return d;
   d = CARP_NEW(struct pod_drain);
+  carp_retry_init(&d->retry, EVICT_BASE_MS, EVICT_MAX_MS);
+  carp_retry_init(&d->del_retry, 1000, EVICT_MAX_MS);
   d->uid = carp_strdup(p->meta.uid);
   d->ns = carp_strdup(p->meta.namespace ? p->meta.namespace : "");
   d->name = carp_strdup(p->meta.name);
@@ -199,12 +204,12 @@ static void on_evicted(const struct carp_kube_result *res, void *arg)
   d->evict = NULL;
   count_code(t, res->status);
   if (!res->err) {
+    carp_retry_reset(&d->retry);
     struct carp_event_target tg = {.api_version = "v1",
                                    .kind = "Pod",
                                    .namespace = d->ns,
                                    .name = d->name,
                                    .uid = d->uid};
-    d->failures = 0;
     /* Give the cache time to show the pod terminating before another
      * eviction (one would be harmless, but noise). */
     d->next_ms = now + EVICTED_RECHECK_MS;
@@ -214,23 +219,45 @@ static void on_evicted(const struct carp_kube_result *res, void *arg)
       carp_recorder_event(t->o.recorder, &tg, CARP_EVENT_NORMAL, "Evicted",
                           "Evicted pod: Deleting the node (%s)", e->reason);
     carp_metric_add(t->m_pods_drained, CARP_VALUES(e->reason), 1);
-  } else if (res->err == CARP_ENOTFOUND || res->err == CARP_ECONFLICT) {
+  } else if ((res->err == CARP_ENOTFOUND && !carp_kube_error_permanent(res)) ||
+             res->err == CARP_ECONFLICT) {
     /* Gone, or not the pod we meant: nothing to evict. */
-    d->failures = 0;
+    carp_retry_reset(&d->retry);
   } else if (res->err != CARP_ECANCELED && res->err != CARP_ENOTLEADER) {
-    uint64_t delay = EVICT_BASE_MS;
-    unsigned i;
-    for (i = 0; i < d->failures && delay < EVICT_MAX_MS; i++)
-      delay *= 2;
-    if (delay > EVICT_MAX_MS)
-      delay = EVICT_MAX_MS;
-    d->failures++;
-    d->next_ms = now + (int64_t)delay;
-    if (res->err == CARP_ETOOMANY) {
-      CARP_LOG_INFO("termination", "eviction refused by a disruption budget",
-                    CARP_F_STR("node", m->name), CARP_F_STR("namespace", d->ns),
-                    CARP_F_STR("pod", d->name),
-                    CARP_F_DURATION("retry_in", delay));
+    int permanent = carp_kube_error_permanent(res);
+    uint64_t delay =
+        permanent ? carp_retry_fail_permanent(&d->retry, now, EVICT_REFUSED_MS)
+                  : carp_retry_fail(&d->retry, now);
+    d->next_ms = d->retry.next_ms;
+    if (permanent) {
+      /* The API server cannot evict at all (an Eviction kind it does not
+       * serve, a request it rejects): trying every few seconds changes
+       * nothing, so minutes apart, and say so on the Node. */
+      CARP_LOG_FOLDED(&t->fold, m->name, CARP_LOG_WARN, "termination",
+                      "eviction refused by the API server, a retry cannot "
+                      "fix it",
+                      CARP_F_STR("node", m->name),
+                      CARP_F_STR("namespace", d->ns),
+                      CARP_F_STR("pod", d->name), CARP_F_ERR(res->err),
+                      CARP_F_INT("status", res->status),
+                      CARP_F_STR("message", res->message),
+                      CARP_F_DURATION("retry_in", delay));
+      if (!m->dropped) {
+        const struct carp_node *node = carp_cluster_node(t->cluster, m->name);
+        m->failed_event_ms = now;
+        if (node)
+          carp__term_event(t, &node->meta, "v1", 1, "FailedDraining",
+                           "Failed to drain node, the API server refused to "
+                           "evict pod %s/%s (%ld: %s); retrying every few "
+                           "minutes until the termination deadline",
+                           d->ns, d->name, res->status, res->message);
+      }
+    } else if (res->err == CARP_ETOOMANY) {
+      CARP_LOG_FOLDED(
+          &t->fold, d->uid, CARP_LOG_INFO, "termination",
+          "eviction refused by a disruption budget",
+          CARP_F_STR("node", m->name), CARP_F_STR("namespace", d->ns),
+          CARP_F_STR("pod", d->name), CARP_F_DURATION("retry_in", delay));
       if (now - m->failed_event_ms >= FAILED_EVENT_MS && !m->dropped) {
         const struct carp_node *node = carp_cluster_node(t->cluster, m->name);
         m->failed_event_ms = now;
@@ -241,11 +268,12 @@ static void on_evicted(const struct carp_kube_result *res, void *arg)
                            d->ns, d->name);
       }
     } else {
-      CARP_LOG_WARN("termination", "eviction failed, will retry",
-                    CARP_F_STR("node", m->name), CARP_F_STR("namespace", d->ns),
-                    CARP_F_STR("pod", d->name), CARP_F_ERR(res->err),
-                    CARP_F_STR("message", res->message),
-                    CARP_F_DURATION("retry_in", delay));
+      CARP_LOG_FOLDED(
+          &t->fold, d->uid, CARP_LOG_WARN, "termination",
+          "eviction failed, will retry", CARP_F_STR("node", m->name),
+          CARP_F_STR("namespace", d->ns), CARP_F_STR("pod", d->name),
+          CARP_F_ERR(res->err), CARP_F_STR("message", res->message),
+          CARP_F_DURATION("retry_in", delay));
     }
   }
   if (!t->closing && !m->dropped)
@@ -315,7 +343,8 @@ static void evict(struct carp_termination *t, struct node_mem *m,
       m->busy--;
       carp_free(e->reason);
       carp_free(e);
-      d->next_ms = carp__term_now() + EVICT_BASE_MS;
+      carp_retry_fail(&d->retry, carp__term_now());
+      d->next_ms = d->retry.next_ms;
     }
   }
   carp_buf_free(&path);
@@ -335,17 +364,21 @@ static void on_pod_deleted(const struct carp_kube_result *res, void *arg)
   struct delete_ctx *c = arg;
   struct carp_termination *t = c->t;
   struct node_mem *m = c->m;
+  uint64_t after = 0;
   c->d->deleting = 0;
-  if (!res->err || res->err == CARP_ENOTFOUND || res->err == CARP_ECONFLICT)
+  if (!res->err || res->err == CARP_ENOTFOUND || res->err == CARP_ECONFLICT) {
     c->d->deleted = 1;
-  else if (res->err != CARP_ECANCELED && res->err != CARP_ENOTLEADER)
-    CARP_LOG_WARN("termination", "deleting pod failed, will retry",
-                  CARP_F_STR("node", m->name),
-                  CARP_F_STR("namespace", c->d->ns),
-                  CARP_F_STR("pod", c->d->name), CARP_F_ERR(res->err),
-                  CARP_F_STR("message", res->message));
+  } else if (res->err != CARP_ECANCELED && res->err != CARP_ENOTLEADER) {
+    after = carp_retry_fail(&c->d->del_retry, carp__term_now());
+    CARP_LOG_FOLDED(
+        &t->fold, c->d->uid, CARP_LOG_WARN, "termination",
+        "deleting pod failed, will retry", CARP_F_STR("node", m->name),
+        CARP_F_STR("namespace", c->d->ns), CARP_F_STR("pod", c->d->name),
+        CARP_F_ERR(res->err), CARP_F_STR("message", res->message),
+        CARP_F_DURATION("retry_in", after));
+  }
   if (!t->closing && !m->dropped)
-    carp_workqueue_add_after(t->queue, m->name, res->err ? 1000 : 0);
+    carp_workqueue_add_after(t->queue, m->name, after);
   carp_free(c);
   carp__term_mem_release(t, m);
 }
@@ -430,7 +463,7 @@ size_t carp__term_drain(struct carp_termination *t, struct node_mem *m,
       continue;
     if (deadline_ms != CARP_DURATION_NEVER &&
         now >= carp_drain_force_at(p, deadline_ms)) {
-      if (!d->deleting && !d->deleted)
+      if (!d->deleting && !d->deleted && !carp_retry_wait(&d->del_retry, now))
         force_delete(t, m, d, p, deadline_ms, now);
       continue;
     }

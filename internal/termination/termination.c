@@ -23,7 +23,6 @@
 #include "termination_int.h"
 
 #define VM_CHECK_MS       5000 /* how long a VM lookup stays fresh */
-#define VM_DELETE_RETRY   1000
 #define CLAIM_DELETE_WAIT 5000 /* for the cache to show a NodeClaim deleted */
 #define EXCLUDE_LB_LABEL                                                       \
   "node.kubernetes.io/exclude-from-external-load-balancers"
@@ -52,6 +51,7 @@ struct node_mem *carp__term_mem(struct carp_termination *t,
   m = CARP_NEW(struct node_mem);
   m->name = carp_strdup(node->meta.name);
   m->uid = carp_strdup(node->meta.uid);
+  carp_retry_init(&m->del_retry, 1000, 60 * 1000);
   carp_map_init(&m->pods);
   carp_map_puts(&t->mem, m->name, m);
   return m;
@@ -94,7 +94,7 @@ void carp__term_event(struct carp_termination *t, const struct carp_objmeta *m,
   va_list ap;
   if (!t->o.recorder)
     return;
-  carp_buf_init(&msg, 4096);
+  carp_buf_init(&msg, CARP_BUF_UNLIMITED); /* the recorder cuts it */
   va_start(ap, fmt);
   carp_buf_vprintf(&msg, fmt, ap);
   va_end(ap);
@@ -300,7 +300,7 @@ static void taint(struct carp_termination *t, const struct carp_node *node,
   struct carp_buf body;
   struct carp_jw w;
   uint32_t i;
-  carp_buf_init(&body, 64 * 1024);
+  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
   carp_jw_key(&w, "metadata");
@@ -322,7 +322,7 @@ static void taint(struct carp_termination *t, const struct carp_node *node,
   carp_jw_arr_end(&w);
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
-  if (carp_jw_finish(&w) ||
+  if (carp__term_finish_body(t, key, &w, "taint") ||
       carp__term_patch(t, key, &ref, body.ptr, body.len, on_tainted))
     carp__term_done(t, key, CARP_RECONCILE_ERROR, 0);
   carp_buf_free(&body);
@@ -341,19 +341,24 @@ static void on_vm_deleted(int status, const struct carp_provider_error *err,
   struct del_ctx *d = arg;
   struct carp_termination *t = d->t;
   struct node_mem *m = d->m;
+  uint64_t after = 0;
   m->del = NULL;
   m->del_done = 1;
   m->del_status = status;
-  if (status == CARP_ENOTFOUND)
+  if (status == 0)
+    carp_retry_reset(&m->del_retry);
+  if (status == CARP_ENOTFOUND) {
     m->vm_gone = 1;
-  else if (status && status != CARP_ECANCELED)
-    CARP_LOG_WARN("termination", "deleting the VM failed, will retry",
-                  CARP_F_STR("node", m->name), CARP_F_ERR(status),
-                  CARP_F_STR("message", err ? err->message : ""));
+  } else if (status && status != CARP_ECANCELED) {
+    after = carp_retry_fail(&m->del_retry, carp__term_now());
+    CARP_LOG_FOLDED(&t->fold, m->name, CARP_LOG_WARN, "termination",
+                    "deleting the VM failed, will retry",
+                    CARP_F_STR("node", m->name), CARP_F_ERR(status),
+                    CARP_F_STR("message", err ? err->message : ""),
+                    CARP_F_DURATION("retry_in", after));
+  }
   if (!t->closing && !m->dropped)
-    carp_workqueue_add_after(
-        t->queue, m->name,
-        status == 0 || status == CARP_ENOTFOUND ? 0 : VM_DELETE_RETRY);
+    carp_workqueue_add_after(t->queue, m->name, after);
   carp_free(d);
   carp__term_mem_release(t, m);
 }
@@ -420,7 +425,7 @@ static void remove_finalizer(struct carp_termination *t,
   struct carp_buf body;
   struct carp_jw w;
   uint32_t i;
-  carp_buf_init(&body, 4096);
+  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
   carp_jw_key(&w, "metadata");
@@ -446,7 +451,7 @@ static void remove_finalizer(struct carp_termination *t,
   carp__term_event(t, &node->meta, "v1", 0, "Terminated",
                    skipped_drain ? "Deleted node: its VM is gone"
                                  : "Deleted node: drained and its VM deleted");
-  if (carp_jw_finish(&w) ||
+  if (carp__term_finish_body(t, key, &w, "finalizer") ||
       carp__term_patch(t, key, &ref, body.ptr, body.len, on_finalizer_removed))
     carp__term_done(t, key, CARP_RECONCILE_ERROR, 0);
   carp_buf_free(&body);
@@ -471,7 +476,7 @@ static void drained(struct carp_termination *t, struct node_mem *m,
   if (nc) {
     carp__term_event(t, &nc->meta, "karpenter.sh/v1", 0, "Drained",
                      "Drained node %s", node->meta.name);
-    carp__term_claim_condition(t, nc, CARP_COND_DRAINED, CARP_COND_TRUE,
+    carp__term_claim_condition(t, m, nc, CARP_COND_DRAINED, CARP_COND_TRUE,
                                "Drained", "");
   }
 }
@@ -578,8 +583,8 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
       char msg[96];
       if (nc) {
         snprintf(msg, sizeof(msg), "%zu pods are waiting to be evicted", left);
-        carp__term_claim_condition(t, nc, CARP_COND_DRAINED, CARP_COND_UNKNOWN,
-                                   "Draining", msg);
+        carp__term_claim_condition(t, m, nc, CARP_COND_DRAINED,
+                                   CARP_COND_UNKNOWN, "Draining", msg);
       }
       carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER,
                       retry_ms ? retry_ms : 1);
@@ -587,18 +592,34 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
     }
     drained(t, m, node, nc);
   }
+  if (nc) /* again until the cache shows it (the first write may conflict) */
+    carp__term_claim_condition(t, m, nc, CARP_COND_DRAINED, CARP_COND_TRUE,
+                               "Drained", "");
 
-  /* 6. Delete the VM, until the provider says it is gone. */
+  /* 6. The drained pods' volumes are detached before the VM stops. */
+  if (carp__term_volumes(t, m, node, nc, deadline, &retry_ms)) {
+    carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, retry_ms);
+    return;
+  }
+
+  /* 7. Delete the VM, until the provider says it is gone. */
   if (nc && pid && !m->vm_gone) {
+    uint64_t wait = carp_retry_wait(&m->del_retry, carp__term_now());
+    carp__term_claim_condition(t, m, nc, CARP_COND_INSTANCE_TERMINATING,
+                               CARP_COND_TRUE, "InstanceTerminating", "");
     if (m->del) {
       carp__term_done(t, key, CARP_RECONCILE_DONE, 0);
+      return;
+    }
+    if (wait) { /* the last delete failed */
+      carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, wait);
       return;
     }
     delete_vm(t, m, nc, pid, key);
     return;
   }
 
-  /* 7. Let the Node go. */
+  /* 8. Let the Node go. */
   remove_finalizer(t, node, nc, key, 0);
 }
 
@@ -648,6 +669,26 @@ static void pod_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
   pod_event(obj, arg);
 }
 
+/* A VolumeAttachment went (or changed): its node may stop now. */
+static void va_event(struct carp_objmeta *obj, void *arg)
+{
+  struct carp_termination *t = arg;
+  const struct carp_volumeattachment *va =
+      (const struct carp_volumeattachment *)obj;
+  const struct carp_node *n;
+  if (!t->active || t->closing || !va->node_name || !*va->node_name)
+    return;
+  n = carp_cluster_node(t->cluster, va->node_name);
+  if (n && terminating(n))
+    carp_workqueue_add(t->queue, n->meta.name);
+}
+
+static void va_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
+                       void *arg)
+{
+  va_event(obj, arg);
+}
+
 static void claim_event(struct carp_objmeta *obj, void *arg)
 {
   struct carp_termination *t = arg;
@@ -693,6 +734,8 @@ int carp_termination_new(uv_loop_t *loop, struct carp_cluster *cluster,
                                       .on_delete = pod_event};
   struct carp_informer_handlers ch = {.on_add = claim_event,
                                       .on_update = claim_updated};
+  struct carp_informer_handlers vh = {.on_update = va_updated,
+                                      .on_delete = va_event};
   int rc;
   if (!loop || !cluster || !kube || !provider || !out)
     return CARP_EINVAL;
@@ -706,6 +749,7 @@ int carp_termination_new(uv_loop_t *loop, struct carp_cluster *cluster,
   if (!t->o.concurrency)
     t->o.concurrency = 64;
   carp_map_init(&t->mem);
+  carp_logfold_init(&t->fold, 0, 0);
   memset(&qo, 0, sizeof(qo));
   qo.name = "node.termination";
   qo.concurrency = t->o.concurrency;
@@ -719,13 +763,14 @@ int carp_termination_new(uv_loop_t *loop, struct carp_cluster *cluster,
     carp_free(t);
     return rc;
   }
-  nh.arg = ph.arg = ch.arg = t;
+  nh.arg = ph.arg = ch.arg = vh.arg = t;
   /* Handlers added before a failure hold t: it is handed out anyway, to
    * be closed and freed like a working one (it never acts). */
   *out = t;
   if ((rc = carp_informer_add_handlers(cluster->nodes, &nh)) ||
       (rc = carp_informer_add_handlers(cluster->pods, &ph)) ||
-      (rc = carp_informer_add_handlers(cluster->nodeclaims, &ch)))
+      (rc = carp_informer_add_handlers(cluster->nodeclaims, &ch)) ||
+      (rc = carp_informer_add_handlers(cluster->volumeattachments, &vh)))
     return rc;
   if (t->o.metrics) {
     t->m_terminated = carp_metrics_counter(
@@ -766,6 +811,7 @@ static void finish_close(struct carp_termination *t)
   while (carp_map_next(&t->mem, &it, NULL, NULL, &v))
     mem_free(v);
   carp_map_free(&t->mem);
+  carp_logfold_free(&t->fold);
   t->closed = 1;
   if (cb)
     cb(arg);

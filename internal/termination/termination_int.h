@@ -5,7 +5,10 @@
 #ifndef CARP_TERMINATION_INT_H
 #define CARP_TERMINATION_INT_H
 
+#include "carpenter/backoff.h"
 #include "carpenter/buf.h"
+#include "carpenter/json.h"
+#include "carpenter/logfold.h"
 #include "carpenter/map.h"
 #include "carpenter/nodeclaim.h"
 #include "carpenter/termination.h"
@@ -22,9 +25,15 @@ struct pod_drain {
   struct carp_kube_op *evict; /* eviction in flight */
   int deleting;               /* a deadline delete in flight */
   int deleted;                /* a deadline delete was accepted */
-  unsigned failures;          /* evictions refused in a row */
-  int64_t next_ms;            /* no new eviction before this (wall ms) */
-  int seen;                   /* still on the node at the last reconcile */
+  /* Refused evictions back off: 100 ms doubling to 10 s, with jitter; an
+   * answer a retry cannot fix (400, 422, a 404 without the pod) waits
+   * minutes. next_ms is also set after a success, to give the cache time. */
+  struct carp_retry retry;
+  int64_t next_ms; /* no new eviction before this (wall ms) */
+  /* A failed deadline delete backs off on its own: the evictions' backoff
+   * (minutes after a 400) must not hold the deadline. */
+  struct carp_retry del_retry;
+  int seen; /* still on the node at the last reconcile */
 };
 
 /* What the controller remembers of one Node being terminated. */
@@ -40,6 +49,7 @@ struct node_mem {
   struct carp_provider_op *del; /* VM delete in flight */
   int del_done;
   int del_status;
+  struct carp_retry del_retry; /* failed VM deletes back off */
   int64_t drain_start_ms;
   int64_t failed_event_ms;  /* last FailedDraining event */
   int announced;            /* Draining / deadline events sent */
@@ -47,6 +57,9 @@ struct node_mem {
   int stamping;             /* termination timestamp annotation in flight */
   int finalized;            /* finalizer removed: waiting for the Node to go */
   int64_t claim_deleted_ms; /* when its NodeClaim's delete was accepted */
+  int claim_writing;        /* a NodeClaim condition write in flight */
+  int volumes_done;         /* attachments gone, or the deadline passed */
+  int64_t volumes_event_ms; /* last AwaitingVolumeDetachment event */
 };
 
 struct carp_termination {
@@ -67,6 +80,7 @@ struct carp_termination {
   struct carp_metric *m_drained;
   struct carp_metric *m_evictions;
   struct carp_metric *m_pods_drained;
+  struct carp_logfold fold; /* lines that repeat per retry */
 };
 
 struct node_mem *carp__term_mem(struct carp_termination *t,
@@ -90,6 +104,13 @@ size_t carp__term_drain(struct carp_termination *t, struct node_mem *m,
                         const struct carp_node *node,
                         const struct carp_nodeclaim *nc, int64_t deadline_ms,
                         uint64_t *retry_ms);
+/* After the drain (volumes.c): the VolumeAttachments still to be deleted
+ * before the VM may stop (0: none, or the deadline passed); sets the
+ * VolumesDetached condition and *retry_ms. */
+size_t carp__term_volumes(struct carp_termination *t, struct node_mem *m,
+                          const struct carp_node *node,
+                          const struct carp_nodeclaim *nc, int64_t deadline_ms,
+                          uint64_t *retry_ms);
 /* Cancels the evictions in flight (close). */
 void carp__term_drain_cancel(struct node_mem *m);
 void carp__term_pods_free(struct node_mem *m);
@@ -105,13 +126,19 @@ int carp__term_delete(struct carp_termination *t, const char *key,
                       const struct carp_kube_ref *ref,
                       const struct carp_kube_delete_options *o,
                       carp_term_write_cb cb);
-/* Writes the NodeClaim's condition when it changes (a side write). */
-void carp__term_claim_condition(struct carp_termination *t,
-                                const struct carp_nodeclaim *nc,
-                                const char *type, enum carp_cond_status status,
-                                const char *reason, const char *message);
-/* The usual ending of a write: requeue on success, shortly on a conflict,
- * back off on errors. */
+/* Writes the NodeClaim's condition when it changes (a side write, one at
+ * a time per Node; a success queues the Node again). Returns whether the
+ * cached condition differs from the one wanted. */
+int carp__term_claim_condition(struct carp_termination *t, struct node_mem *m,
+                               const struct carp_nodeclaim *nc,
+                               const char *type, enum carp_cond_status status,
+                               const char *reason, const char *message);
+/* Finishes a body built with w; on failure (a buffer overflow) logs it,
+ * raises a WriteFailed event on the Node and returns the error. */
+int carp__term_finish_body(struct carp_termination *t, const char *key,
+                           struct carp_jw *w, const char *what);
+/* The usual ending of a write: requeue on success, back off on a conflict
+ * (the cache is re-read) and on errors. */
 void carp__term_after_write(struct carp_termination *t, const char *key,
                             const struct carp_kube_result *res);
 

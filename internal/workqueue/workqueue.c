@@ -17,6 +17,7 @@
 #include "carpenter/log.h"
 #include "carpenter/map.h"
 #include "carpenter/metrics.h"
+#include "carpenter/rand.h"
 
 struct wq_entry {
   char *key;
@@ -272,6 +273,8 @@ void carp_workqueue_add_rate_limited(struct carp_workqueue *q, const char *key)
     item *= 2;
   if (item > q->opts.max_delay_ms)
     item = q->opts.max_delay_ms;
+  /* Jitter (down to half): keys that failed together retry apart. */
+  item -= (uint64_t)((double)item * 0.5 * carp_rand_double(carp_rand_global()));
   e->failures++;
   global = bucket_delay(q);
   carp_metric_add(q->m_retries, labels(q), 1);

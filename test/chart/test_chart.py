@@ -221,10 +221,17 @@ class RenderTest(unittest.TestCase):
             self.assertEqual(unknown, set(), "%s: not carpenter flags" % v)
         # Every flag can be set from values, but the kubeconfig (in-cluster).
         self.assertEqual(set(flags) - seen, {"KUBECONFIG", "KUBE_CONTEXT"})
-        # With the binary's defaults.
+        # With the binary's defaults, but the listen addresses: the binary
+        # keeps its ports on loopback, a pod opens them to the kubelet's
+        # probes and to Prometheus.
+        pod_defaults = {"METRICS_BIND_ADDRESS": "0.0.0.0",
+                        "HEALTH_PROBE_BIND_ADDRESS": "0.0.0.0"}
         env = env_of(container(self.docs["default"])[1])
         for name, value in env.items():
-            if name in flags and flags[name] is not None:
+            if name in pod_defaults:
+                self.assertEqual(flags[name], "127.0.0.1", name)
+                self.assertEqual(value, pod_defaults[name], name)
+            elif name in flags and flags[name] is not None:
                 self.assertEqual(value, flags[name], name)
 
     def test_token_never_in_clear(self):

@@ -38,6 +38,8 @@ struct env {
   int closed;
 };
 
+static size_t series_limit; /* 0: the default */
+
 static void env_open(struct env *e)
 {
   struct carp_kube_config cfg;
@@ -55,6 +57,7 @@ static void env_open(struct env *e)
                    0);
   memset(&mo, 0, sizeof(mo));
   mo.metrics = e->metrics;
+  mo.pod_series_limit = series_limit;
   assert_int_equal(carp_metricsctl_new(&e->loop, e->cluster, &mo, &e->mctl), 0);
 }
 
@@ -229,6 +232,49 @@ static void test_metrics(void **state)
   env_close(&e);
 }
 
+static size_t count(const char *hay, const char *needle)
+{
+  size_t n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p++)
+    n++;
+  return n;
+}
+
+/* karpenter_pods_state keeps its labels but is bounded: at most the limit
+ * of series, pods needing attention first, the rest counted. */
+static void test_pod_series_limit(void **state)
+{
+  struct env e;
+  struct carp_buf b;
+  const char *t;
+  char name[64];
+  int i;
+  series_limit = 10;
+  env_open(&e);
+  series_limit = 0;
+  put_node(&e, "n1", "default", "pve1");
+  for (i = 0; i < 40; i++) {
+    snprintf(name, sizeof(name), "ok-%d", i);
+    put_pod(&e, "default", name, "n1", "ReplicaSet", "ok-1", "100m", 1);
+  }
+  for (i = 0; i < 4; i++) {
+    snprintf(name, sizeof(name), "pending-%d", i);
+    put_pod(&e, "default", name, NULL, "ReplicaSet", "p-1", "100m", 0);
+  }
+  put_pod(&e, "default", "unready", "n1", "ReplicaSet", "u-1", "100m", 0);
+  carp_buf_init(&b, CARP_BUF_UNLIMITED);
+  t = render(&e, &b);
+  assert_int_equal(count(t, "\nkarpenter_pods_state{"), 10);
+  for (i = 0; i < 4; i++) {
+    snprintf(name, sizeof(name), "{name=\"pending-%d\"", i);
+    has(t, name);
+  }
+  has(t, "{name=\"unready\"");
+  has(t, "carpenter_pods_state_series_omitted 35\n");
+  carp_buf_free(&b);
+  env_close(&e);
+}
+
 /* Not a test: the cost of one scrape with many pods. */
 static void bench(size_t npods, size_t nnodes)
 {
@@ -286,6 +332,7 @@ int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_metrics),
+      cmocka_unit_test(test_pod_series_limit),
   };
   const char *pods = getenv("CARP_BENCH_PODS");
   const char *nodes = getenv("CARP_BENCH_NODES");

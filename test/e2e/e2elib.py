@@ -149,10 +149,11 @@ class E2ETest(unittest.TestCase):
     """One simulated cluster and one Carpenter per test class."""
 
     carpenter_flags = ()
+    kube_args = ()
 
     @classmethod
     def setUpClass(cls):
-        cls.env = Env()
+        cls.env = Env(kube_args=cls.kube_args)
         cls.carpenter = None
         try:
             cls.env.kubectl("apply", "-f", NODECLASS)

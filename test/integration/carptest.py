@@ -106,6 +106,17 @@ class Carpenter:
         return code, time.monotonic() - start
 
 
+def sanitized():
+    """Whether the carpenter binary is an AddressSanitizer build: its RSS
+    (shadow memory, the freed-memory quarantine) says nothing then."""
+    try:
+        out = subprocess.run(["ldd", CARPENTER], capture_output=True,
+                             text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return "libasan" in out
+
+
 def proc_cpu_seconds(pid):
     """User + system CPU seconds the process has used so far."""
     with open("/proc/%d/stat" % pid) as f:

@@ -207,6 +207,25 @@ class EndpointsTest(unittest.TestCase):
             self.assertFalse(any(r.get("level") == "ERROR"
                                  for r in c.records()), "\n".join(c.lines))
 
+    def test_ports_bind_to_the_flags_addresses(self):
+        # Loopback only by default; elsewhere when the flags say so.
+        self.assertEqual([r["host"] for r in self.c.records()
+                          if r.get("message") == "serving"],
+                         ["127.0.0.1", "127.0.0.1"])
+        c = self.start("--metrics-port=0", "--health-probe-port=0",
+                       "--metrics-bind-address=127.0.0.2",
+                       "--health-probe-bind-address=127.0.0.3")
+        self.addCleanup(c.stop, signal.SIGKILL)
+        metrics, health = c.port("metrics"), c.port("health")
+        self.assertEqual(http_get("http://127.0.0.2:%d/metrics" %
+                                  metrics)[0], 200)
+        self.assertEqual(http_get("http://127.0.0.3:%d/healthz" %
+                                  health)[0], 200)
+        for url in ("http://127.0.0.1:%d/metrics" % metrics,
+                    "http://127.0.0.1:%d/healthz" % health):
+            with self.assertRaises(OSError):
+                http_get(url)
+
     def test_port_in_use_fails(self):
         c = self.start("--metrics-port=%d" % self.metrics,
                        "--health-probe-port=0")

@@ -13,6 +13,7 @@
 #include "carpenter/alloc.h"
 #include "carpenter/arena.h"
 #include "carpenter/backoff.h"
+#include "carpenter/logfold.h"
 #include "carpenter/base64.h"
 #include "carpenter/buf.h"
 #include "carpenter/duration.h"
@@ -343,6 +344,73 @@ static void test_backoff(void **state)
   assert_int_equal(carp_backoff_peek(&b, 10), 30000);
 }
 
+static void test_retry(void **state)
+{
+  struct carp_retry r;
+  struct carp_rand rng;
+  uint64_t d, prev = 0;
+  carp_rand_seed(&rng, 7);
+  carp_retry_init(&r, 1000, 60000);
+  r.backoff.rng = &rng;
+  assert_int_equal(carp_retry_wait(&r, 5000), 0);
+  /* Each failure waits longer (within jitter), never past the cap. */
+  for (unsigned n = 0; n < 12; n++) {
+    uint64_t want = carp_backoff_peek(&r.backoff, n);
+    d = carp_retry_fail(&r, 10000);
+    assert_true(d <= want && d >= want / 2);
+    assert_true(d <= 60000);
+    assert_int_equal(carp_retry_wait(&r, 10000), d);
+    assert_int_equal(carp_retry_wait(&r, 10000 + (int64_t)d), 0);
+    if (n > 0 && want < 60000)
+      assert_true(d >= prev / 2);
+    prev = d;
+  }
+  assert_int_equal(r.failures, 12);
+  /* A failure a retry cannot fix waits minutes at once. */
+  carp_retry_reset(&r);
+  assert_int_equal(r.failures, 0);
+  assert_int_equal(carp_retry_wait(&r, 0), 0);
+  d = carp_retry_fail_permanent(&r, 0, 5 * 60000);
+  assert_true(d >= 5 * 60000 && d <= 5 * 60000 * 5 / 4);
+  assert_int_equal(carp_retry_wait(&r, 1000), d - 1000);
+}
+
+static void test_logfold(void **state)
+{
+  struct carp_logfold f;
+  uint64_t folded = 99;
+  unsigned i, written = 0;
+  carp_logfold_init(&f, 1000, 4);
+  /* The first line is written, the repeats within the interval are not,
+   * and the next line after it carries their count. */
+  assert_true(carp_logfold_pass(&f, "a", 0, &folded));
+  assert_int_equal(folded, 0);
+  for (i = 1; i <= 500; i++)
+    assert_false(carp_logfold_pass(&f, "a", i, &folded));
+  assert_true(carp_logfold_pass(&f, "a", 1000, &folded));
+  assert_int_equal(folded, 500);
+  /* Keys fold on their own. */
+  assert_true(carp_logfold_pass(&f, "b", 1001, &folded));
+  assert_int_equal(folded, 0);
+  /* Forgetting a key writes its next line at once. */
+  carp_logfold_forget(&f, "a");
+  assert_true(carp_logfold_pass(&f, "a", 1002, &folded));
+  assert_int_equal(folded, 0);
+  /* A flood of distinct keys stays within max_keys and writes one line per
+   * interval for the overflow. */
+  for (i = 0; i < 1000; i++) {
+    char key[32];
+    snprintf(key, sizeof(key), "k%u", i);
+    written += (unsigned)carp_logfold_pass(&f, key, 1500, &folded);
+  }
+  assert_true(carp_logfold_len(&f) <= 4);
+  assert_int_equal(written, 2 + 1); /* two free slots, then the overflow */
+  /* Once intervals pass, old keys make room again. */
+  assert_true(carp_logfold_pass(&f, "late", 5000, &folded));
+  assert_true(carp_logfold_len(&f) <= 4);
+  carp_logfold_free(&f);
+}
+
 static void test_rand(void **state)
 {
   struct carp_rand a, b;
@@ -519,6 +587,8 @@ int main(void)
       cmocka_unit_test(test_quantity),
       cmocka_unit_test(test_backoff),
       cmocka_unit_test(test_rand),
+      cmocka_unit_test(test_retry),
+      cmocka_unit_test(test_logfold),
       cmocka_unit_test(test_map),
       cmocka_unit_test(test_base64),
       cmocka_unit_test(test_intern),

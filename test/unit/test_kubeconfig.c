@@ -15,7 +15,9 @@
 
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
+#include "carpenter/kube.h"
 #include "carpenter/kubeconfig.h"
+#include "carpenter/log.h"
 #include "tmpdir.h"
 
 static char dir[64];
@@ -252,6 +254,49 @@ static void test_incluster(void **state)
   unsetenv("KUBERNETES_SERVICE_PORT");
 }
 
+/* What creating a client for server logs (its warnings). */
+static char *client_log(const char *server, const char *token)
+{
+  struct carp_kube_config c;
+  struct carp_kube_options o;
+  struct carp_kube *k = NULL;
+  uv_loop_t loop;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&text, &len);
+  memset(&c, 0, sizeof(c));
+  c.server = (char *)server;
+  c.token = (char *)token;
+  memset(&o, 0, sizeof(o));
+  o.config = &c;
+  carp_log_set_output(out);
+  assert_int_equal(uv_loop_init(&loop), 0);
+  assert_int_equal(carp_kube_new(&loop, &o, &k), 0);
+  carp_kube_close(k, NULL, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  carp_log_flush();
+  carp_log_set_output(NULL);
+  fclose(out);
+  return text;
+}
+
+/* A bearer token sent in clear over the network is never silent. */
+static void test_plain_http_warns(void **state)
+{
+  char *log = client_log("http://10.0.0.1:8080", "secret-token");
+  assert_non_null(strstr(log, "over plain http://"));
+  assert_null(strstr(log, "secret-token"));
+  free(log);
+  log = client_log("https://10.0.0.1:6443", "secret-token");
+  assert_null(strstr(log, "plain http"));
+  free(log);
+  /* Loopback: nothing leaves the host. */
+  log = client_log("http://127.0.0.1:8080", "secret-token");
+  assert_null(strstr(log, "plain http"));
+  free(log);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -260,6 +305,7 @@ int main(void)
       cmocka_unit_test(test_merge),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_incluster),
+      cmocka_unit_test(test_plain_http_warns),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -177,6 +177,10 @@ static void test_validation(void **state)
       {CLAIM("{" REF ", requirements: [], resources: {requests: {cpu: "
              "much}}}"),
        "spec.resources.requests[cpu]: Invalid value: \"much\": should match"},
+      {CLAIM("{" REF ", requirements: [], resources: {requests: {cpu: "
+             "'-1'}}}"),
+       "spec.resources.requests[cpu]: Invalid value: \"-1\": should be "
+       "greater than or equal to 0"},
       {CLAIM("{" REF ", requirements: [], expireAfter: 1w}"),
        "spec.expireAfter: Invalid value: \"1w\": should match"},
       {"metadata: {name: c}\n", "spec: Required value"},

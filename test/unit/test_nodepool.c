@@ -223,6 +223,21 @@ static const struct vcase cases[] = {
      "spec.template.spec.terminationGracePeriod: Invalid value: \"Never\": "
      "should match '^([0-9]+(s|m|h))+$'"},
     {POOL("", ", terminationGracePeriod: 48h"), NULL},
+    /* Every duration field refuses a value that overflows, the same way. */
+    {POOL("", ", expireAfter: 99999999999999999999h"),
+     "spec.template.spec.expireAfter: Invalid value: "
+     "\"99999999999999999999h\": duration out of range"},
+    {POOL("", ", terminationGracePeriod: 99999999999999999999h"),
+     "spec.template.spec.terminationGracePeriod: Invalid value: "
+     "\"99999999999999999999h\": duration out of range"},
+    {POOL_SPEC(", disruption: {consolidateAfter: 99999999999999999999h}"),
+     "spec.disruption.consolidateAfter: Invalid value: "
+     "\"99999999999999999999h\": duration out of range"},
+    {BUDGETS("{nodes: '1', schedule: '@daily', "
+             "duration: 99999999999999999999h}"),
+     "spec.disruption.budgets[0].duration: Invalid value: "
+     "\"99999999999999999999h\": duration out of range"},
+    {BUDGETS("{nodes: '1', schedule: '@daily', duration: 1h30m}"), NULL},
     /* disruption */
     {POOL_SPEC(", disruption: {consolidationPolicy: WhenEmpty}"),
      "spec.disruption.consolidateAfter: Required value"},
@@ -277,6 +292,13 @@ static const struct vcase cases[] = {
     {POOL_SPEC(", limits: {cpu: '64', memory: 256Gi, nodes: 10, "
                "nvidia.com/gpu: '2'}"),
      NULL},
+    {POOL_SPEC(", limits: {cpu: '-10'}"),
+     "spec.limits[cpu]: Invalid value: \"-10\": should be greater than or "
+     "equal to 0"},
+    {POOL_SPEC(", limits: {memory: -1Gi}"),
+     "spec.limits[memory]: Invalid value: \"-1Gi\": should be greater than "
+     "or equal to 0"},
+    {POOL_SPEC(", limits: {cpu: '0'}"), NULL},
     {POOL_SPEC(", limits: {cpu: lots}"),
      "spec.limits[cpu]: Invalid value: \"lots\": should match"},
     {POOL_SPEC(", limits: {cpu: [1]}"),

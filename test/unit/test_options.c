@@ -42,6 +42,9 @@ static const char *const env_vars[] = {
     "CLUSTER_NAME",
     "METRICS_PORT",
     "HEALTH_PROBE_PORT",
+    "METRICS_BIND_ADDRESS",
+    "METRICS_POD_SERIES_LIMIT",
+    "HEALTH_PROBE_BIND_ADDRESS",
     "LEADER_ELECT",
     "LEADER_ELECTION_NAMESPACE",
     "LEADER_ELECTION_NAME",
@@ -73,6 +76,9 @@ static void test_defaults(void **state)
   assert_null(o.pve_config);
   assert_int_equal(o.metrics_port, 8080);
   assert_int_equal(o.health_probe_port, 8081);
+  assert_string_equal(o.metrics_bind_address, "127.0.0.1");
+  assert_string_equal(o.health_probe_bind_address, "127.0.0.1");
+  assert_int_equal(o.metrics_pod_series_limit, 5000);
   assert_int_equal(o.leader_elect, 1);
   assert_null(o.leader_election_namespace);
   assert_string_equal(o.leader_election_name, "carpenter-leader-election");
@@ -137,6 +143,17 @@ static void test_env_and_flags(void **state)
     clear_env(state);
   }
 
+  /* Bind addresses: IPv4 or IPv6. */
+  {
+    char *argv4[] = {"carpenter", "--metrics-bind-address=::"};
+    setenv("HEALTH_PROBE_BIND_ADDRESS", "0.0.0.0", 1);
+    assert_int_equal(parse(&o, 2, argv4), CARP_OPTIONS_RUN);
+    assert_string_equal(o.metrics_bind_address, "::");
+    assert_string_equal(o.health_probe_bind_address, "0.0.0.0");
+    release(&o);
+    clear_env(state);
+  }
+
   /* A bare boolean flag turns it on. */
   {
     char *argv2[] = {"carpenter", "--leader-elect"};
@@ -182,6 +199,11 @@ static void test_bad_flags(void **state)
                            "greater than 0"},
       {"--disruption-validation-delay=0s", "must be greater than 0"},
       {"--gc-leaked-vm-grace=-5m", "for flag --gc-leaked-vm-grace"},
+      {"--metrics-bind-address=:8080",
+       "for flag --metrics-bind-address: want an IP address"},
+      {"--health-probe-bind-address=localhost",
+       "for flag --health-probe-bind-address: want an IP address"},
+      {"--health-probe-bind-address=0.0.0.0:8081", "without a port"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     struct carp_options o;
@@ -192,6 +214,24 @@ static void test_bad_flags(void **state)
                cases[i].want);
     release(&o);
   }
+}
+
+/* One listener serves both when the ports are equal: two addresses for it
+ * cannot both hold. */
+static void test_shared_port_addresses(void **state)
+{
+  struct carp_options o;
+  char *same[] = {"carpenter", "--metrics-port=9000",
+                  "--health-probe-port=9000",
+                  "--health-probe-bind-address=0.0.0.0"};
+  char *ok[] = {"carpenter", "--metrics-port=9000", "--health-probe-port=9000",
+                "--health-probe-bind-address=0.0.0.0",
+                "--metrics-bind-address=0.0.0.0"};
+  assert_int_equal(parse(&o, 4, same), CARP_OPTIONS_ERROR);
+  assert_non_null(strstr(err_text, "must then be the same too"));
+  release(&o);
+  assert_int_equal(parse(&o, 5, ok), CARP_OPTIONS_RUN);
+  release(&o);
 }
 
 static void test_bad_env(void **state)
@@ -251,6 +291,7 @@ int main(void)
       cmocka_unit_test_setup(test_defaults, clear_env),
       cmocka_unit_test_setup(test_env_and_flags, clear_env),
       cmocka_unit_test_setup(test_bad_flags, clear_env),
+      cmocka_unit_test_setup(test_shared_port_addresses, clear_env),
       cmocka_unit_test_setup(test_bad_env, clear_env),
       cmocka_unit_test_setup(test_help_and_version, clear_env),
   };

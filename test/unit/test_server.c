@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -36,6 +37,29 @@ static void handle_health(const struct carp_server_request *req,
                           struct carp_server_response *resp, void *arg)
 {
   carp_buf_puts(&resp->body, "ok");
+}
+
+/* A 64 KiB answer (BIG_BYTES of 'x'). */
+#define BIG_BYTES (64 * 1024)
+static void handle_big(const struct carp_server_request *req,
+                       struct carp_server_response *resp, void *arg)
+{
+  (void)arg;
+  carp_buf_printf(&resp->body, "%s.", req->query);
+  while (resp->body.len < BIG_BYTES)
+    carp_buf_putc(&resp->body, 'x');
+}
+
+/* Reports, from the loop's own thread, what the server holds. */
+static void handle_stats(const struct carp_server_request *req,
+                         struct carp_server_response *resp, void *arg)
+{
+  struct fixture *f = arg;
+  (void)req;
+  carp_buf_printf(&resp->body, "calls=%llu queued=%zu conns=%zu end",
+                  (unsigned long long)carp_server_handler_calls(f->server),
+                  carp_server_queued_bytes(f->server),
+                  carp_server_connections(f->server));
 }
 
 static void handle_echo(const struct carp_server_request *req,
@@ -125,6 +149,8 @@ static void *loop_main(void *arg)
   return NULL;
 }
 
+static uint64_t big_cache_ms; /* set by a test before run_with_client */
+
 static void run_with_client(void (*client)(struct fixture *f),
                             struct carp_server_options opts)
 {
@@ -145,6 +171,15 @@ static void run_with_client(void (*client)(struct fixture *f),
   assert_int_equal(
       carp_server_route(f.server, "/echo", CARP_SERVER_GET, handle_echo, &f),
       CARP_EEXIST);
+  assert_int_equal(
+      carp_server_route(f.server, "/big", CARP_SERVER_GET, handle_big, &f), 0);
+  assert_int_equal(
+      carp_server_route(f.server, "/stats", CARP_SERVER_GET, handle_stats, &f),
+      0);
+  assert_int_equal(carp_server_route_cache(f.server, "/nope", 1), CARP_ENOENT);
+  if (big_cache_ms)
+    assert_int_equal(carp_server_route_cache(f.server, "/big", big_cache_ms),
+                     0);
   assert_int_equal(carp_server_start(f.server), 0);
   f.port = carp_server_port(f.server);
   assert_true(f.port > 0);
@@ -258,16 +293,27 @@ static void client_limits(struct fixture *f)
   assert_true(closed);
   close(fd);
 
-  /* Connection limit (4 in this test): the fifth gets 503 and is closed,
-   * the first four still work. */
+  /* Connection limit (4 in this test): a fifth connection is served, and
+   * the least recently active one (the first, idle) makes room for it. */
   {
     int fds[5];
-    for (int i = 0; i < 5; i++)
-      fds[i] = connect_to(f->port);
-    recv_until(fds[4], rbuf, sizeof(rbuf), NULL, 2000, &closed);
-    assert_non_null(strstr(rbuf, "HTTP/1.1 503 "));
-    assert_true(closed);
     for (int i = 0; i < 4; i++) {
+      fds[i] = connect_to(f->port);
+      usleep(20 * 1000);
+    }
+    /* The others have been active since the first. */
+    for (int i = 1; i < 4; i++) {
+      send_all(fds[i], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+      recv_until(fds[i], rbuf, sizeof(rbuf), "\r\n\r\nok", 2000, &closed);
+      assert_non_null(strstr(rbuf, "200 OK"));
+    }
+    fds[4] = connect_to(f->port);
+    send_all(fds[4], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    recv_until(fds[4], rbuf, sizeof(rbuf), "\r\n\r\nok", 2000, &closed);
+    assert_non_null(strstr(rbuf, "HTTP/1.1 200 OK"));
+    recv_until(fds[0], rbuf, sizeof(rbuf), NULL, 2000, &closed);
+    assert_true(closed);
+    for (int i = 1; i < 4; i++) {
       send_all(fds[i], "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
       recv_until(fds[i], rbuf, sizeof(rbuf), "\r\n\r\nok", 2000, &closed);
       assert_non_null(strstr(rbuf, "200 OK"));
@@ -275,6 +321,174 @@ static void client_limits(struct fixture *f)
     for (int i = 0; i < 5; i++)
       close(fds[i]);
   }
+}
+
+/* Asks /stats on a connection of its own; fills calls and queued. */
+static void stats(struct fixture *f, unsigned long long *calls, size_t *queued)
+{
+  int closed, fd = connect_to(f->port);
+  const char *p;
+  assert_true(fd >= 0);
+  send_all(fd, "GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+               "\r\n");
+  recv_until(fd, rbuf, sizeof(rbuf), " end", 5000, &closed);
+  close(fd);
+  p = strstr(rbuf, "calls=");
+  assert_non_null(p);
+  assert_int_equal(sscanf(p, "calls=%llu queued=%zu", calls, queued), 2);
+}
+
+#define FLOODERS  8
+#define PIPELINED 400
+
+/* Clients that pipeline hundreds of requests and never read (issue 20's
+ * /metrics stall): each holds at most one unsent answer, the server keeps
+ * answering others, and once a client reads it gets every answer, in
+ * order. */
+static void client_pipeline_flood(struct fixture *f)
+{
+  static char req[PIPELINED * 40];
+  unsigned long long calls = 0, prev = ~0ULL;
+  size_t queued = 0, len = 0;
+  int fds[FLOODERS], closed, i, n;
+
+  for (n = 0; n < PIPELINED; n++)
+    len += (size_t)snprintf(req + len, sizeof(req) - len,
+                            "GET /big?n=%d HTTP/1.1\r\nHost: x\r\n\r\n", n);
+  for (i = 0; i < FLOODERS; i++) {
+    fds[i] = connect_to(f->port);
+    assert_true(fds[i] >= 0);
+    send_all(fds[i], req);
+  }
+  /* Wait until the answers stop (every socket buffer is full): between two
+   * looks only the /stats call itself was made. */
+  for (i = 0; i < 200 && calls != prev + 1; i++) {
+    prev = calls;
+    usleep(200 * 1000);
+    stats(f, &calls, &queued);
+  }
+  assert_true(calls == prev + 1);
+  /* Far fewer answers than requests were made, and what waits in memory
+   * is at most one answer per client. */
+  assert_true(calls < (unsigned long long)FLOODERS * PIPELINED);
+  assert_true(queued <= (size_t)FLOODERS * (BIG_BYTES + 512));
+  /* Another client is served meanwhile. */
+  {
+    int fd = connect_to(f->port);
+    send_all(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+    recv_until(fd, rbuf, sizeof(rbuf), "\r\n\r\nok", 5000, &closed);
+    assert_non_null(strstr(rbuf, "HTTP/1.1 200 OK"));
+    close(fd);
+  }
+  /* A flooder that reads gets all its answers, in order: each one is the
+   * same size, its body starts with its request's query. */
+  {
+    size_t hdr = 0, pos = 0, total = 0;
+    char *all = malloc((size_t)PIPELINED * (BIG_BYTES + 256));
+    while (1) {
+      struct pollfd p = {.fd = fds[0], .events = POLLIN};
+      ssize_t r;
+      if (hdr && total >= (size_t)PIPELINED * (hdr + BIG_BYTES))
+        break;
+      assert_true(poll(&p, 1, 5000) > 0);
+      r = recv(fds[0], all + total, 64 * 1024, 0);
+      assert_true(r > 0);
+      total += (size_t)r;
+      if (!hdr && total > 200) {
+        char *end = memmem(all, total, "\r\n\r\n", 4);
+        assert_non_null(end);
+        hdr = (size_t)(end + 4 - all);
+      }
+    }
+    assert_int_equal(total, (size_t)PIPELINED * (hdr + BIG_BYTES));
+    for (n = 0; n < PIPELINED; n++, pos += hdr + BIG_BYTES) {
+      char want[32];
+      int wl = snprintf(want, sizeof(want), "n=%d.", n);
+      assert_memory_equal(all + pos, "HTTP/1.1 200 OK\r\n", 17);
+      assert_memory_equal(all + pos + hdr, want, (size_t)wl);
+    }
+    free(all);
+  }
+  for (i = 0; i < FLOODERS; i++)
+    close(fds[i]);
+}
+
+/* A 64 KiB answer nobody takes stays in hand; another client asking for
+ * the same cached route meanwhile shares it (no second handler call); a
+ * client asking after its own answer arrived gets a fresh one. */
+static void client_cache(struct fixture *f)
+{
+  static char req[200 * 40];
+  unsigned long long calls, before;
+  size_t queued, len = 0;
+  int closed, hog, fd, n;
+  /* One client fills its socket buffers and more with unread answers, so
+   * the last one is still being sent. */
+  for (n = 0; n < 200; n++)
+    len += (size_t)snprintf(req + len, sizeof(req) - len,
+                            "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+  hog = connect_to(f->port);
+  send_all(hog, req);
+  /* Stalled: an answer waits, and nothing but /stats ran since the last
+   * look. */
+  calls = ~0ULL - 1;
+  for (n = 0; n < 100; n++) {
+    usleep(100 * 1000);
+    stats(f, &before, &queued);
+    if (queued && before == calls + 1)
+      break;
+    calls = before;
+  }
+  assert_true(queued > 0);
+  fd = connect_to(f->port);
+  send_all(fd, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+  recv_until(fd, rbuf, sizeof(rbuf), "xxxxxxxxx", 5000, &closed);
+  assert_non_null(strstr(rbuf, "HTTP/1.1 200 OK"));
+  stats(f, &calls, &queued);
+  assert_true(calls == before + 1); /* the /stats call only */
+  close(hog);
+  /* Nobody is sending it any more: the next request calls the handler. */
+  usleep(200 * 1000);
+  stats(f, &before, &queued);
+  send_all(fd, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+  usleep(200 * 1000);
+  stats(f, &calls, &queued);
+  assert_true(calls == before + 2);
+  close(fd);
+}
+
+/* A client that does not take its answer is closed after the write
+ * timeout (300 ms here). */
+static void client_write_timeout(struct fixture *f)
+{
+  static char req[200 * 40];
+  size_t len = 0;
+  int closed, fd, n;
+  for (n = 0; n < 200; n++)
+    len += (size_t)snprintf(req + len, sizeof(req) - len,
+                            "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+  fd = connect_to(f->port);
+  send_all(fd, req);
+  usleep(2000 * 1000);
+  /* Now drain: the stream ends (closed) well before 200 answers. */
+  {
+    size_t total = 0;
+    while (1) {
+      struct pollfd p = {.fd = fd, .events = POLLIN};
+      ssize_t r;
+      if (poll(&p, 1, 5000) <= 0)
+        break;
+      r = recv(fd, rbuf, sizeof(rbuf), 0);
+      if (r <= 0) {
+        closed = 1;
+        break;
+      }
+      total += (size_t)r;
+    }
+    assert_true(closed);
+    assert_true(total < (size_t)200 * BIG_BYTES);
+  }
+  close(fd);
 }
 
 static void client_timeouts(struct fixture *f)
@@ -335,6 +549,28 @@ static void test_timeouts(void **state)
                                                .idle_timeout_ms = 500});
 }
 
+static void test_pipeline_flood(void **state)
+{
+  big_cache_ms = 0;
+  run_with_client(client_pipeline_flood,
+                  (struct carp_server_options){.max_connections = 16,
+                                               .write_timeout_ms = 60000});
+}
+
+static void test_cache(void **state)
+{
+  big_cache_ms = 60000;
+  run_with_client(client_cache,
+                  (struct carp_server_options){.write_timeout_ms = 60000});
+  big_cache_ms = 0;
+}
+
+static void test_write_timeout(void **state)
+{
+  run_with_client(client_write_timeout,
+                  (struct carp_server_options){.write_timeout_ms = 300});
+}
+
 static void test_close_with_open_connections(void **state)
 {
   run_with_client(client_leaves_open, (struct carp_server_options){0});
@@ -366,6 +602,9 @@ int main(void)
       cmocka_unit_test(test_pipelined),
       cmocka_unit_test(test_limits),
       cmocka_unit_test(test_timeouts),
+      cmocka_unit_test(test_pipeline_flood),
+      cmocka_unit_test(test_cache),
+      cmocka_unit_test(test_write_timeout),
       cmocka_unit_test(test_close_with_open_connections),
       cmocka_unit_test(test_bad_options),
   };

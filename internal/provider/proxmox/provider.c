@@ -13,6 +13,8 @@
 
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
+#include "carpenter/nodeclaim.h"
+#include "carpenter/nodeclass.h"
 #include "carpenter/log.h"
 #include "carpenter/metrics.h"
 #include "carpenter/timeutil.h"
@@ -347,6 +349,7 @@ static void free_provider(struct pve_provider *pp)
   while (carp_map_next(&pp->ice, &it, &k, &kl, &v))
     carp_free(v);
   carp_map_free(&pp->ice);
+  carp_logfold_free(&pp->fold);
   while (pp->slots) {
     struct pve_slot *s = pp->slots;
     pp->slots = s->next;
@@ -460,18 +463,25 @@ static void early_fire(uv_timer_t *t)
   uv_close((uv_handle_t *)&e->timer, early_free);
 }
 
-static int fail_early(struct pve_provider *pp, int code, const char *reason,
-                      const char *msg, carp_provider_create_cb cb, void *arg)
+static int fail_early(struct pve_provider *pp,
+                      const struct carp_provider_create_req *req, int code,
+                      const char *reason, const char *msg,
+                      carp_provider_create_cb cb, void *arg)
 {
   struct early_fail *e = CARP_NEW(struct early_fail);
+  char key[320];
   carp_provider_error_set(&e->err, code, reason, "%s", msg);
   e->cb = cb;
   e->arg = arg;
   uv_timer_init(pp->loop, &e->timer);
   e->timer.data = e;
   uv_timer_start(&e->timer, early_fire, 0, 0);
-  CARP_LOG_WARN(PVE_LOG, "create refused", CARP_F_STR("reason", reason),
-                CARP_F_STR("message", msg));
+  /* Every claim of a class that is not ready is refused the same way:
+   * one line per interval says so. */
+  snprintf(key, sizeof(key), "%s/%s", reason, req->nodeclass->meta.name);
+  CARP_LOG_FOLDED(&pp->fold, key, CARP_LOG_WARN, PVE_LOG, "create refused",
+                  CARP_F_STR("reason", reason), CARP_F_STR("message", msg),
+                  CARP_F_STR("nodeclaim", req->nodeclaim->meta.name));
   return 0;
 }
 
@@ -494,7 +504,7 @@ static int v_create(struct carp_provider *p,
   if (out)
     *out = NULL;
   if (pve_nodeclass_ready(req->nodeclass, msg, sizeof(msg)))
-    return fail_early(pp, CARP_ENODECLASS_NOT_READY,
+    return fail_early(pp, req, CARP_ENODECLASS_NOT_READY,
                       CARP_REASON_NODECLASS_NOT_READY, msg, cb, arg);
   spec = CARP_NEW(struct pve_vm_spec);
   rc = pve_spec_build(pp, req->nodeclass, req->nodeclaim, req->userdata,
@@ -502,7 +512,7 @@ static int v_create(struct carp_provider *p,
   if (rc) {
     pve_vm_spec_free(spec);
     carp_free(spec);
-    return fail_early(pp, rc,
+    return fail_early(pp, req, rc,
                       rc == CARP_EINSUFFICIENT_CAPACITY
                           ? CARP_REASON_INSUFFICIENT_CAPACITY
                           : CARP_REASON_LAUNCH_FAILED,
@@ -689,6 +699,7 @@ int carp_pve_provider_new(uv_loop_t *loop,
     d->insecure = s->insecure;
   }
   carp_map_init(&pp->ice);
+  carp_logfold_init(&pp->fold, 0, 0);
   pp->regions = carp_calloc(pp->config.nclusters, sizeof(*pp->regions));
   memset(&co, 0, sizeof(co));
   co.timeout_ms = pp->o.request_timeout_ms;

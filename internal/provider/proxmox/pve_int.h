@@ -14,6 +14,7 @@
 #include <uv.h>
 
 #include "carpenter/api_types.h"
+#include "carpenter/logfold.h"
 #include "carpenter/map.h"
 #include "carpenter/provider.h"
 #include "carpenter/pve.h"
@@ -404,6 +405,7 @@ struct pve_provider {
   struct pve_region *regions;
   size_t nregions;
   struct carp_map ice;
+  struct carp_logfold fold; /* refused creates, per reason and class */
   struct pve_slot *slots;
   uv_timer_t refresh_timer;
   uv_timer_t slot_timer;
