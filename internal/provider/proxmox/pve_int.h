@@ -460,6 +460,15 @@ size_t pve_offerings(struct pve_provider *pp, const struct pve_vm_spec *s,
                      const struct pve_type *t,
                      struct carp_provider_offering **out);
 
+/* An instance type of a class as the provider offers it (adapter.c):
+ * name, shape, price, capacity and allocatable (bootDisk.size, else
+ * template_disk bytes, as ephemeral storage); no offerings. */
+struct carp_nodeclass_spec;
+struct carp_instance_type;
+void pve_type_fill(const struct carp_nodeclass_spec *spec,
+                   const struct carp_instance_type *it, int64_t template_disk,
+                   struct carp_provider_instance_type *o);
+
 /* Builds the user-data variables and renders (userdata.c). */
 struct pve_type;
 int pve_userdata_files(const struct pve_vm_spec *s, const char *provider_id,
