@@ -80,8 +80,13 @@ static int parse(struct pipe *p, const struct sim_sink *sink, char *err,
   sim_tree_init(&t, p->file, sink);
   rc = p->json ? sim_read_json(&t, p->text, p->len, err, errsz)
                : sim_read_yaml(&t, p->text, p->len, err, errsz);
-  if (!rc)
-    rc = sim_tree_finish(&t);
+  /* The items complete before a syntax error still go first: a bad
+   * object among them is the first problem of the file. */
+  if (!rc || rc == CARP_EPARSE) {
+    int frc = sim_tree_finish(&t);
+    if (frc)
+      rc = frc;
+  }
   sim_tree_free(&t);
   return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "carpenter/alloc.h"
 #include "carpenter/api_encode.h"
 #include "carpenter/buf.h"
 #include "carpenter/json.h"
@@ -94,10 +95,26 @@ static void list_text(struct carp_buf *b, char *const *v, size_t n,
     carp_buf_printf(b, "%s%s", i ? sep : "", v[i]);
 }
 
+/* Same pool, options, price, zones and number of pods. */
+static int same_shape(const struct sim_claim *a, const struct sim_claim *b)
+{
+  size_t i;
+  if (strcmp(a->nodepool, b->nodepool) || a->ntypes != b->ntypes ||
+      a->nzones != b->nzones || a->npods != b->npods || a->price != b->price)
+    return 0;
+  for (i = 0; i < a->ntypes; i++)
+    if (strcmp(a->types[i], b->types[i]))
+      return 0;
+  for (i = 0; i < a->nzones; i++)
+    if (strcmp(a->zones[i], b->zones[i]))
+      return 0;
+  return 1;
+}
+
 static void provisioning_text(const struct carp_simulation *s,
                               struct carp_buf *b)
 {
-  char p[32];
+  char p[32], *shown;
   size_t i, j;
   carp_buf_printf(b, "\nProvisioning: %zu pending pod%s\n", s->pending,
                   s->pending == 1 ? "" : "s");
@@ -106,10 +123,24 @@ static void provisioning_text(const struct carp_simulation *s,
   if (s->nclaims)
     carp_buf_printf(b, "  would create %zu NodeClaim%s:\n", s->nclaims,
                     s->nclaims == 1 ? "" : "s");
+  shown = carp_calloc(s->nclaims + 1, 1);
   for (i = 0; i < s->nclaims; i++) {
     const struct sim_claim *c = &s->claims[i];
+    size_t same = 0, pods = 0, listed = 0, k;
+    if (shown[i])
+      continue;
+    /* NodeClaims of the same shape are shown once, with their count. */
+    for (k = i; k < s->nclaims; k++)
+      if (!shown[k] && same_shape(c, &s->claims[k])) {
+        shown[k] = 1;
+        same++;
+        pods += s->claims[k].npods;
+      }
     price_text(p, sizeof(p), c->price);
-    carp_buf_printf(b, "    nodepool %s: %s (cheapest of %zu option%s), %s/h, ",
+    carp_buf_puts(b, "    ");
+    if (same > 1)
+      carp_buf_printf(b, "%zu x ", same);
+    carp_buf_printf(b, "nodepool %s: %s (cheapest of %zu option%s), %s/h, ",
                     c->nodepool, c->ntypes ? c->types[0] : "?", c->ntypes,
                     c->ntypes == 1 ? "" : "s", p);
     if (c->nzones) {
@@ -118,16 +149,23 @@ static void provisioning_text(const struct carp_simulation *s,
     } else {
       carp_buf_puts(b, "no zone known");
     }
-    carp_buf_printf(b, ", %zu pod%s\n      requests ", c->npods,
-                    c->npods == 1 ? "" : "s");
+    carp_buf_printf(b, ", %zu pod%s%s\n      requests%s ", c->npods,
+                    c->npods == 1 ? "" : "s", same > 1 ? " each" : "",
+                    same > 1 ? " (the first)" : "");
     resources_text(b, &c->requests);
     carp_buf_puts(b, "\n      pods ");
-    for (j = 0; j < c->npods && j < MAX_PODS_SHOWN; j++)
-      carp_buf_printf(b, "%s%s", j ? ", " : "", c->pods[j]->meta.key);
-    if (c->npods > MAX_PODS_SHOWN)
-      carp_buf_printf(b, " and %zu more", c->npods - MAX_PODS_SHOWN);
+    for (k = i; k < s->nclaims && listed < MAX_PODS_SHOWN; k++) {
+      if (k != i && !same_shape(c, &s->claims[k]))
+        continue;
+      for (j = 0; j < s->claims[k].npods && listed < MAX_PODS_SHOWN; j++)
+        carp_buf_printf(b, "%s%s", listed++ ? ", " : "",
+                        s->claims[k].pods[j]->meta.key);
+    }
+    if (pods > listed)
+      carp_buf_printf(b, " and %zu more", pods - listed);
     carp_buf_putc(b, '\n');
   }
+  carp_free(shown);
   if (s->nplaced)
     carp_buf_printf(b, "  would place %zu pod%s on existing capacity:\n",
                     s->nplaced, s->nplaced == 1 ? "" : "s");

@@ -318,14 +318,17 @@ int sim_tree_end(struct sim_tree *t)
   if (v->type == yajl_t_object) {
     const char **k = bump(t, (n ? n : 1) * sizeof(char *));
     yajl_val *vals = bump(t, (n ? n : 1) * sizeof(yajl_val));
-    memcpy(k, t->keys + f->start, n * sizeof(char *));
-    memcpy(vals, t->vals + f->start, n * sizeof(yajl_val));
+    if (n) {
+      memcpy(k, t->keys + f->start, n * sizeof(char *));
+      memcpy(vals, t->vals + f->start, n * sizeof(yajl_val));
+    }
     v->u.object.keys = k;
     v->u.object.values = vals;
     v->u.object.len = n;
   } else {
     yajl_val *vals = bump(t, (n ? n : 1) * sizeof(yajl_val));
-    memcpy(vals, t->vals + f->start, n * sizeof(yajl_val));
+    if (n)
+      memcpy(vals, t->vals + f->start, n * sizeof(yajl_val));
     v->u.array.values = vals;
     v->u.array.len = n;
   }
