@@ -209,9 +209,13 @@ static void consolidation_text(const struct carp_simulation *s,
   if (s->decision == SIM_KEEP) {
     carp_buf_printf(b, "\nConsolidation: nothing to do: %s\n", s->decision_why);
   } else {
-    carp_buf_printf(b, "\nConsolidation: %s %zu NodeClaim%s (%s, %s), saving ",
-                    action_name(s->decision), n, n == 1 ? "" : "s", s->method,
-                    s->reason);
+    carp_buf_printf(b, "\nConsolidation: %s %zu NodeClaim%s (",
+                    action_name(s->decision), n, n == 1 ? "" : "s");
+    if (!strcmp(s->method, "empty"))
+      carp_buf_puts(b, "emptiness");
+    else
+      carp_buf_printf(b, "%s-node consolidation, %s", s->method, s->reason);
+    carp_buf_puts(b, "), saving ");
     price_text(p, sizeof(p), s->savings);
     carp_buf_printf(b, "%s/h\n", p);
     if (s->decision == SIM_REPLACE) {
@@ -250,7 +254,7 @@ void carp_simulation_report_text(const struct carp_simulation *s,
   for (i = 0; i < 7; i++)
     carp_buf_printf(b, "%s%zu %s", i ? ", " : "", s->counts[i], kind_text[i]);
   carp_time_format_rfc3339(s->now_ms, 0, t);
-  carp_buf_printf(b, "\n  as of %s\n", t);
+  carp_buf_printf(b, "\n  simulated at %s\n", t);
   for (i = 0; i < s->nwarnings; i++)
     carp_buf_printf(b, "  note: %s\n", s->warnings[i]);
   provisioning_text(s, b);

@@ -465,6 +465,8 @@ int sim_run_consolidation(struct carp_simulation *s)
              "%zu pod%s pending: consolidation waits while the cluster grows, "
              "and no node is empty",
              a.pending, a.pending == 1 ? " is" : "s are");
+  } else if (!carp_store_len(claims)) {
+    snprintf(s->decision_why, sizeof(s->decision_why), "there is no NodeClaim");
   } else if (!a.ncands) {
     snprintf(s->decision_why, sizeof(s->decision_why),
              "no NodeClaim may be consolidated now (see each one's reason)");

@@ -60,8 +60,9 @@ static const struct {
 
 struct loader {
   struct carp_simulation *s;
-  int overrides; /* reading --nodepool files */
-  size_t uids;   /* uids made up for objects without one */
+  int overrides;        /* reading --nodepool files */
+  size_t uids;          /* uids made up for objects without one */
+  size_t snapshot_uids; /* of those, in the snapshot's files */
   size_t unscheduled;
   struct carp_buf err;
 };
@@ -292,8 +293,11 @@ static int put_object(struct loader *l, yajl_val obj, const struct sim_where *w)
     patch_add(&pn, "namespace", "default");
   uid = carp_json_str(meta, "uid", NULL);
   if (!uid || !*uid) {
+    /* Manifests have none; only the snapshot's are worth a note. */
     snprintf(made_uid, sizeof(made_uid), "simulate-%zu", ++l->uids);
     patch_add(&pu, "uid", made_uid);
+    if (!l->overrides)
+      l->snapshot_uids++;
   }
   rc = kinds[k].decoder->decode(obj, &m, &err);
   patch_undo(&pu);
@@ -540,8 +544,9 @@ int carp_simulation_load(const char *const *paths, size_t npaths,
              "%zu unbound pod(s) had no PodScheduled condition (not yet seen "
              "by a scheduler): taken as pending",
              l.unscheduled);
-  if (l.uids)
-    sim_warn(s, "%zu object(s) had no metadata.uid: one was made up", l.uids);
+  if (l.snapshot_uids)
+    sim_warn(s, "%zu object(s) had no metadata.uid: one was made up",
+             l.snapshot_uids);
   teach_provider(s);
   check_refs(s);
   s->load_ms = carp_time_mono_ms() - start;

@@ -294,7 +294,8 @@ class SimulateCliTest(unittest.TestCase):
                                0.304 + 2 * 0.03 + 4 * 0.004)
         self.assertAlmostEqual(late["price"]["after"], 0.076)
         text = self.simulate("--now", "2026-01-01T01:00:00Z", path)
-        self.assertIn("Consolidation: delete 1 NodeClaim (single, "
+        self.assertIn("Consolidation: delete 1 NodeClaim (single-node "
+                      "consolidation, "
                       "Underutilized), saving 0.3040/h", text)
 
 
