@@ -245,6 +245,9 @@ struct pve_op {
   struct pve_reserve_token *token;
   pve_call_k k_call;
   pve_task_k k_task;
+  struct pve_region *task_region; /* the task waited for, for metrics */
+  char *task_upid;
+  uint64_t task_start_ms;
   pve_step_k k_step;
   pve_fn k_timer;
   int step_err;  /* status handed to a deferred k_step */
@@ -394,6 +397,14 @@ struct pve_slot {
   struct pve_slot *next;
 };
 
+/* A streamed host figure (metrics.c). */
+struct pve_stream_arg {
+  struct pve_provider *pp;
+  int fig;
+};
+
+#define PVE_HOST_FIGURES 6
+
 struct pve_provider {
   struct carp_provider base;
   uv_loop_t *loop;
@@ -414,7 +425,21 @@ struct pve_provider {
   int handles_open;
   void (*close_cb)(void *arg);
   void *close_arg;
+  /* The Proxmox view's metrics (metrics.c); NULL without a registry. */
+  struct carp_metric *m_streams[PVE_HOST_FIGURES + 2];
+  size_t nstreams;
+  struct pve_stream_arg m_figs[PVE_HOST_FIGURES];
+  struct carp_metric *m_tasks;
+  struct carp_metric *m_task_duration;
 };
+
+/* metrics.c: registers the families (reg may be NULL), stops the streamed
+ * ones before the provider goes, counts and times a finished task. */
+struct carp_metrics;
+void pve_metrics_init(struct pve_provider *pp, struct carp_metrics *reg);
+void pve_metrics_detach(struct pve_provider *pp);
+void pve_metrics_task(struct pve_provider *pp, const char *region,
+                      const char *upid, int err, double seconds);
 
 struct pve_region *pve_region_find(struct pve_provider *pp, const char *name);
 /* The op list became empty or a handle closed: finish a pending close. */
