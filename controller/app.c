@@ -362,6 +362,7 @@ static int start_provider(struct app *a)
   memset(&po, 0, sizeof(po));
   po.config = &cfg;
   po.cluster_name = a->opts->cluster_name;
+  po.metrics = a->metrics; /* the Proxmox view's carpenter_proxmox_* */
   rc = carp_pve_provider_new(&a->loop, &po, &a->provider);
   a->pve_regions = carp_calloc(cfg.nclusters + 1, sizeof(char *));
   for (a->npve_regions = 0; a->npve_regions < cfg.nclusters; a->npve_regions++)

@@ -1,5 +1,6 @@
 /* main.c: the carpenter binary. Parses flags and environment into
- * options, sets up logging, and runs the controller (app.c).
+ * options, sets up logging, and runs the controller (app.c); `carpenter
+ * simulate ...` runs the simulation subcommand instead (simulate.c).
  *
  * Exit status: 0 after a clean shutdown, 2 for invalid flags or
  * configuration, 1 for anything else. */
@@ -10,12 +11,15 @@
 #include "carpenter/log.h"
 #include "carpenter/version.h"
 #include "options.h"
+#include "simulate.h"
 
 int main(int argc, char **argv)
 {
   struct carp_options opts;
   int code;
 
+  if (argc > 1 && !strcmp(argv[1], "simulate"))
+    return carp_simulate_main(argc - 1, argv + 1, stdout, stderr);
   switch (carp_options_parse(&opts, argc, argv, stdout, stderr)) {
   case CARP_OPTIONS_EXIT_OK:
     carp_options_free(&opts);

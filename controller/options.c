@@ -266,7 +266,11 @@ static const struct opt *find(const char *flag, size_t len)
 void carp_options_usage(FILE *out)
 {
   size_t i;
-  fprintf(out, "Usage: carpenter [flags]\n\n"
+  fprintf(out, "Usage: carpenter [flags]\n"
+               "       carpenter simulate [flags] SNAPSHOT...   (what it would "
+               "do; see\n"
+               "                                                carpenter "
+               "simulate --help)\n\n"
                "Carpenter provisions Kubernetes nodes as Proxmox VE virtual "
                "machines for pods\nthat cannot be scheduled, and removes them "
                "when they are no longer needed.\nIt serves Karpenter's "

@@ -12,6 +12,58 @@ import random
 import uuid
 
 
+def pod(i, d, node, rnd, ts):
+    """Pod i of Deployment d (Running on node), as the API server shows it."""
+    ns = "team-%d" % (d % 40)
+    app = "app-%d" % d
+    spec = {"containers": [{"name": "main", "image": "registry.local/%s:1.%d" % (app, d % 7),
+                            "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+                            "resources": {"requests": {"cpu": "%dm" % (100 * (1 + d % 5)),
+                                                       "memory": "%dMi" % (128 * (1 + d % 6))},
+                                          "limits": {"memory": "%dMi" % (256 * (1 + d % 6))}},
+                            "env": [{"name": "APP", "value": app}],
+                            "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets"}]}],
+            "nodeName": node, "schedulerName": "default-scheduler",
+            "serviceAccountName": "default", "terminationGracePeriodSeconds": 30,
+            "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
+                             "effect": "NoExecute", "tolerationSeconds": 300},
+                            {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+                             "effect": "NoExecute", "tolerationSeconds": 300}],
+            "volumes": [{"name": "kube-api-access", "projected": {"sources": [
+                {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]}}]}
+    if d % 5 == 1:
+        spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                                              "whenUnsatisfiable": "ScheduleAnyway",
+                                              "labelSelector": {"matchLabels": {"app": app}}}]
+    if d % 5 == 2:
+        spec["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
+                                                "labelSelector": {"matchLabels": {"app": app}}}}]}}
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "%s-7d9f8c6b5-%05d" % (app, i), "namespace": ns,
+                     "uid": str(uuid.UUID(int=rnd.getrandbits(128))),
+                     "creationTimestamp": ts,
+                     "labels": {"app": app, "pod-template-hash": "7d9f8c6b5"},
+                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                          "name": "%s-7d9f8c6b5" % app,
+                                          "uid": "00000000-0000-0000-0000-%012d" % d,
+                                          "controller": True, "blockOwnerDeletion": True}]},
+        "spec": spec,
+        "status": {"phase": "Running", "podIP": "10.%d.%d.%d" % (i >> 16 & 255, i >> 8 & 255, i & 255),
+                   "hostIP": "192.168.1.10", "startTime": ts, "qosClass": "Burstable",
+                   "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": ts},
+                                  {"type": "Initialized", "status": "True", "lastTransitionTime": ts},
+                                  {"type": "ContainersReady", "status": "True", "lastTransitionTime": ts},
+                                  {"type": "Ready", "status": "True", "lastTransitionTime": ts}],
+                   "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0,
+                                          "image": "registry.local/%s:1.%d" % (app, d % 7),
+                                          "imageID": "sha256:%064x" % d,
+                                          "containerID": "containerd://%064x" % i,
+                                          "started": True,
+                                          "state": {"running": {"startedAt": ts}}}]}}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nodes", type=int, default=5000)
@@ -51,55 +103,8 @@ def main():
         deployments = max(1, a.pods // 30)
         for i in range(a.pods):
             d = i % deployments
-            ns = "team-%d" % (d % 40)
-            app = "app-%d" % d
             node = nodes[rnd.randrange(len(nodes))] if nodes else ""
-            spec = {"containers": [{"name": "main", "image": "registry.local/%s:1.%d" % (app, d % 7),
-                                    "ports": [{"containerPort": 8080, "protocol": "TCP"}],
-                                    "resources": {"requests": {"cpu": "%dm" % (100 * (1 + d % 5)),
-                                                               "memory": "%dMi" % (128 * (1 + d % 6))},
-                                                  "limits": {"memory": "%dMi" % (256 * (1 + d % 6))}},
-                                    "env": [{"name": "APP", "value": app}],
-                                    "volumeMounts": [{"name": "kube-api-access", "mountPath": "/var/run/secrets"}]}],
-                    "nodeName": node, "schedulerName": "default-scheduler",
-                    "serviceAccountName": "default", "terminationGracePeriodSeconds": 30,
-                    "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists",
-                                     "effect": "NoExecute", "tolerationSeconds": 300},
-                                    {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
-                                     "effect": "NoExecute", "tolerationSeconds": 300}],
-                    "volumes": [{"name": "kube-api-access", "projected": {"sources": [
-                        {"serviceAccountToken": {"path": "token", "expirationSeconds": 3607}}]}}]}
-            if d % 5 == 1:
-                spec["topologySpreadConstraints"] = [{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-                                                      "whenUnsatisfiable": "ScheduleAnyway",
-                                                      "labelSelector": {"matchLabels": {"app": app}}}]
-            if d % 5 == 2:
-                spec["affinity"] = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-                    {"weight": 100, "podAffinityTerm": {"topologyKey": "kubernetes.io/hostname",
-                                                        "labelSelector": {"matchLabels": {"app": app}}}}]}}
-            f.write(json.dumps({
-                "apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": "%s-7d9f8c6b5-%05d" % (app, i), "namespace": ns,
-                             "uid": str(uuid.UUID(int=rnd.getrandbits(128))),
-                             "creationTimestamp": ts,
-                             "labels": {"app": app, "pod-template-hash": "7d9f8c6b5"},
-                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
-                                                  "name": "%s-7d9f8c6b5" % app,
-                                                  "uid": "00000000-0000-0000-0000-%012d" % d,
-                                                  "controller": True, "blockOwnerDeletion": True}]},
-                "spec": spec,
-                "status": {"phase": "Running", "podIP": "10.%d.%d.%d" % (i >> 16 & 255, i >> 8 & 255, i & 255),
-                           "hostIP": "192.168.1.10", "startTime": ts, "qosClass": "Burstable",
-                           "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": ts},
-                                          {"type": "Initialized", "status": "True", "lastTransitionTime": ts},
-                                          {"type": "ContainersReady", "status": "True", "lastTransitionTime": ts},
-                                          {"type": "Ready", "status": "True", "lastTransitionTime": ts}],
-                           "containerStatuses": [{"name": "main", "ready": True, "restartCount": 0,
-                                                  "image": "registry.local/%s:1.%d" % (app, d % 7),
-                                                  "imageID": "sha256:%064x" % d,
-                                                  "containerID": "containerd://%064x" % i,
-                                                  "started": True,
-                                                  "state": {"running": {"startedAt": ts}}}]}}) + "\n")
+            f.write(json.dumps(pod(i, d, node, rnd, ts)) + "\n")
 
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@
 //	helm-render [--name NAME] [--namespace NS] [--kube-version V]
 //	            [--include-crds] [-f values.yaml]... [--set k.p=v,...]... CHART_DIR
 //
-// Not supported (refused when a chart needs them): subcharts (charts/ or
-// dependencies in Chart.yaml) and .Files.
+// .Files offers Get and GetBytes over the chart's files outside templates/
+// (Helm's other .Files methods are refused with a message). Not supported:
+// subcharts (charts/ or dependencies in Chart.yaml).
 package main
 
 import (
@@ -32,6 +33,46 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, " ") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// chartFiles is .Files: the chart's files outside templates/, by path
+// relative to the chart (as Helm loads them; .helmignore'd editor files
+// aside).
+type chartFiles map[string][]byte
+
+// Get returns a file's text, "" when there is none (as Helm does).
+func (f chartFiles) Get(name string) string { return string(f[name]) }
+
+// GetBytes returns a file's bytes, nil when there is none.
+func (f chartFiles) GetBytes(name string) []byte { return f[name] }
+
+func readFiles(dir string) (chartFiles, error) {
+	files := chartFiles{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() {
+			if rel == "templates" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		base := path.Base(rel)
+		if base == ".helmignore" || strings.HasSuffix(base, "~") ||
+			strings.HasSuffix(base, ".swp") || strings.HasSuffix(base, ".orig") {
+			return nil
+		}
+		text, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files[rel] = text
+		return nil
+	})
+	return files, err
+}
 
 // apiVersions is .Capabilities.APIVersions: what the (absent) cluster serves.
 type apiVersions []string
@@ -118,9 +159,14 @@ func run() error {
 	for k, v := range chart {
 		chartObj[strings.ToUpper(k[:1])+k[1:]] = v
 	}
+	chartFiles, err := readFiles(dir)
+	if err != nil {
+		return err
+	}
 	top := map[string]interface{}{
 		"Values": vals,
 		"Chart":  chartObj,
+		"Files":  chartFiles,
 		"Release": map[string]interface{}{
 			"Name": *name, "Namespace": *namespace, "Service": "Helm",
 			"IsInstall": true, "IsUpgrade": false, "Revision": 1,
@@ -184,8 +230,10 @@ func parseTemplates(dir, chartName string) ([]string, *template.Template, error)
 		if err != nil {
 			return err
 		}
-		if bytes.Contains(text, []byte(".Files.")) {
-			return fmt.Errorf("%s: .Files is not supported", p)
+		for _, m := range []string{"Glob", "AsConfig", "AsSecrets", "Lines"} {
+			if bytes.Contains(text, []byte(".Files."+m)) {
+				return fmt.Errorf("%s: .Files.%s is not supported (Get and GetBytes are)", p, m)
+			}
 		}
 		rel, _ := filepath.Rel(tdir, p)
 		n := path.Join(chartName, "templates", filepath.ToSlash(rel))

@@ -257,4 +257,26 @@ int carp_pve_provider_ice_cached(struct carp_provider *p, const char *type,
 struct carp_pve_client *carp_pve_provider_client(struct carp_provider *p,
                                                  const char *region);
 
+/* --- the offline provider (offline.c) ---------------------------------------
+ */
+
+/* The Proxmox provider's instance types without Proxmox, for `carpenter
+ * simulate`: each ProxmoxNodeClass's grid and custom types with the live
+ * provider's capacity, allocatable and prices, offered in every zone the
+ * class is known to use - its status.templates (region, zone) pairs, else
+ * the zones added below for it, else spec.zones (or status.zones) in
+ * spec.regions (or status.regions); spec.regions and spec.zones filter
+ * the first two. Every offering is available: host capacity is unknown
+ * offline. create, delete, get and list fail with CARP_EUNSUPPORTED;
+ * nothing is ever drifted. */
+int carp_pve_offline_new(uv_loop_t *loop, struct carp_provider **out);
+/* A zone the class's VMs run in (from its nodes, say). */
+void carp_pve_offline_add_zone(struct carp_provider *p, const char *nodeclass,
+                               const char *region, const char *zone);
+/* The ephemeral storage (bytes) of the class's VMs when spec.bootDisk.size
+ * is unset: the template's disk, which the live provider reads from
+ * Proxmox. The largest value given wins; 0 until set. */
+void carp_pve_offline_set_template_disk(struct carp_provider *p,
+                                        const char *nodeclass, int64_t bytes);
+
 #endif

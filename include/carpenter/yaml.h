@@ -64,4 +64,17 @@ int carp_yaml_to_json(const struct carp_yaml_node *n, yajl_val *out,
 int carp_yaml_to_json_text(const struct carp_yaml_node *n,
                            struct carp_buf *out);
 
+/* How one scalar reads as JSON under the rules above (s NUL-terminated at
+ * len; plain: written without quotes). For a number its JSON text is
+ * appended to num. */
+enum carp_yaml_scalar {
+  CARP_YAML_NULL = 0,
+  CARP_YAML_TRUE,
+  CARP_YAML_FALSE,
+  CARP_YAML_NUMBER,
+  CARP_YAML_STRING,
+};
+enum carp_yaml_scalar carp_yaml_scalar_resolve(const char *s, size_t len,
+                                               int plain, struct carp_buf *num);
+
 #endif

@@ -83,61 +83,74 @@ static int put_float(struct carp_buf *b, const char *s)
   return 1;
 }
 
-static int is_plain(const struct carp_yaml_node *n, const char *const *words)
+static int is_plain(const char *s, const char *const *words)
 {
   for (; *words; words++)
-    if (!strcmp(n->scalar, *words))
+    if (!strcmp(s, *words))
       return 1;
   return 0;
 }
 
-static void scalar(struct carp_buf *b, const struct carp_yaml_node *n)
+enum carp_yaml_scalar carp_yaml_scalar_resolve(const char *s, size_t len,
+                                               int plain, struct carp_buf *num)
 {
   static const char *const nulls[] = {"~", "null", "Null", "NULL", NULL};
   static const char *const trues[] = {"true", "True", "TRUE", NULL};
   static const char *const falses[] = {"false", "False", "FALSE", NULL};
-  const char *s = n->scalar;
-  size_t len = n->scalar_len;
 
-  if (n->plain) {
-    if (len == 0 || is_plain(n, nulls)) {
-      carp_buf_puts(b, "null");
-      return;
+  if (!plain)
+    return CARP_YAML_STRING;
+  if (len == 0 || is_plain(s, nulls))
+    return CARP_YAML_NULL;
+  if (is_plain(s, trues))
+    return CARP_YAML_TRUE;
+  if (is_plain(s, falses))
+    return CARP_YAML_FALSE;
+  if ((len > 2 && s[0] == '0' && s[1] == 'o' &&
+       all(s + 2, len - 2, "01234567")) ||
+      (len > 2 && s[0] == '0' && s[1] == 'x' &&
+       all(s + 2, len - 2, DIGITS "abcdefABCDEF"))) {
+    unsigned long long v;
+    char *end;
+    errno = 0;
+    v = strtoull(s + 2, &end, s[1] == 'o' ? 8 : 16);
+    if (!errno && !*end && v <= (unsigned long long)INT64_MAX) {
+      carp_buf_printf(num, "%llu", v);
+      return CARP_YAML_NUMBER;
     }
-    if (is_plain(n, trues)) {
-      carp_buf_puts(b, "true");
-      return;
+  } else {
+    const char *d = s + (s[0] == '-' || s[0] == '+');
+    size_t dl = len - (size_t)(d - s);
+    if (all(d, dl, DIGITS)) {
+      if (s[0] == '-')
+        carp_buf_putc(num, '-');
+      put_digits(num, d, dl);
+      return CARP_YAML_NUMBER;
     }
-    if (is_plain(n, falses)) {
-      carp_buf_puts(b, "false");
-      return;
-    }
-    if ((len > 2 && s[0] == '0' && s[1] == 'o' &&
-         all(s + 2, len - 2, "01234567")) ||
-        (len > 2 && s[0] == '0' && s[1] == 'x' &&
-         all(s + 2, len - 2, DIGITS "abcdefABCDEF"))) {
-      unsigned long long v;
-      char *end;
-      errno = 0;
-      v = strtoull(s + 2, &end, s[1] == 'o' ? 8 : 16);
-      if (!errno && !*end && v <= (unsigned long long)INT64_MAX) {
-        carp_buf_printf(b, "%llu", v);
-        return;
-      }
-    } else {
-      const char *d = s + (s[0] == '-' || s[0] == '+');
-      size_t dl = len - (size_t)(d - s);
-      if (all(d, dl, DIGITS)) {
-        if (s[0] == '-')
-          carp_buf_putc(b, '-');
-        put_digits(b, d, dl);
-        return;
-      }
-      if (put_float(b, s))
-        return;
-    }
+    if (put_float(num, s))
+      return CARP_YAML_NUMBER;
   }
-  carp_json_quote(b, s, len);
+  return CARP_YAML_STRING;
+}
+
+static void scalar(struct carp_buf *b, const struct carp_yaml_node *n)
+{
+  switch (carp_yaml_scalar_resolve(n->scalar, n->scalar_len, n->plain, b)) {
+  case CARP_YAML_NULL:
+    carp_buf_puts(b, "null");
+    break;
+  case CARP_YAML_TRUE:
+    carp_buf_puts(b, "true");
+    break;
+  case CARP_YAML_FALSE:
+    carp_buf_puts(b, "false");
+    break;
+  case CARP_YAML_NUMBER:
+    break; /* written by the resolver */
+  case CARP_YAML_STRING:
+    carp_json_quote(b, n->scalar, n->scalar_len);
+    break;
+  }
 }
 
 static void node(struct carp_buf *b, const struct carp_yaml_node *n)

@@ -12,11 +12,17 @@ with the default values and with the files in test/chart/values/:
 - crds/ is the repository's crds/, byte for byte; values.yaml is documented
   in the chart's README; the event reasons and log messages the operator
   docs quote are strings of the C sources;
+- the optional PrometheusRule passes `promtool check rules` and the unit
+  tests of testdata/alerts_test.yaml (`promtool test rules`); the optional
+  Grafana dashboard ConfigMap carries the dashboards/ file and its queries
+  parse;
 - every rendering is accepted by `kubectl apply --dry-run=server` against
   kube-sim (the CRDs installed first, as `helm install` does)."""
 import base64
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -65,7 +71,7 @@ def flags_help():
 # Kubernetes structures the README documents as a whole.
 OPAQUE = {"strategy", "podSecurityContext", "securityContext", "nodeSelector",
           "affinity", "controller.resources", "controller.livenessProbe",
-          "controller.readinessProbe"}
+          "controller.readinessProbe", "grafanaDashboard.labels"}
 
 
 # CamelCase words the docs quote that are not Carpenter's to emit.
@@ -313,6 +319,89 @@ class RenderTest(unittest.TestCase):
                          ("http-metrics", "/metrics", "30s"))
         self.assertEqual(ep["metricRelabelings"][0]["action"], "drop")
 
+    def promtool(self, *args):
+        r = subprocess.run(["promtool", *args], capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, "promtool %s:\n%s%s" % (
+            " ".join(args), r.stdout, r.stderr))
+        return r.stdout
+
+    def test_alerts(self):
+        """The rules with the default values: promtool's checks and the
+        unit tests of testdata/alerts_test.yaml."""
+        docs = chartlib.render(sets=["prometheusRule.enabled=true"])
+        rule = one(docs, "PrometheusRule")
+        self.assertEqual(rule["metadata"]["namespace"], "kube-system")
+        names = [r["alert"] for r in rule["spec"]["groups"][0]["rules"]]
+        self.assertEqual(names, [
+            "CarpenterPodsUnschedulable", "CarpenterNodeClaimsNotRegistering",
+            "CarpenterProxmoxAPIErrors", "CarpenterProxmoxRegionDown",
+            "CarpenterProxmoxHostFull", "CarpenterInsufficientCapacity",
+            "CarpenterLeaderFlapping", "CarpenterNoLeader",
+            "CarpenterClusterStateUnsynced"])
+        with tempfile.TemporaryDirectory(prefix="carp-alerts-") as d:
+            with open(os.path.join(d, "carpenter-rules.yaml"), "w") as f:
+                json.dump({"groups": rule["spec"]["groups"]}, f)
+            shutil.copy(os.path.join(HERE, "testdata", "alerts_test.yaml"), d)
+            out = self.promtool("check", "rules",
+                                os.path.join(d, "carpenter-rules.yaml"))
+            self.assertIn("SUCCESS: 9 rules found", out)
+            self.promtool("test", "rules", os.path.join(d, "alerts_test.yaml"))
+
+    def test_alerts_and_dashboard_values(self):
+        docs = self.docs["full.yaml"]
+        rule = one(docs, "PrometheusRule")
+        self.assertEqual(rule["metadata"]["labels"]["release"], "prometheus")
+        rules = {r["alert"]: r for r in rule["spec"]["groups"][0]["rules"]}
+        self.assertNotIn("CarpenterLeaderFlapping", rules)
+        self.assertEqual(len(rules), 8)
+        for r in rules.values():
+            self.assertEqual(r["labels"]["team"], "platform", r["alert"])
+            self.assertIn(r["labels"]["severity"], ("warning", "critical"))
+        self.assertTrue(rules["CarpenterProxmoxHostFull"]["expr"].endswith(
+            "> 0.8"), rules["CarpenterProxmoxHostFull"]["expr"])
+        cm = one(docs, "ConfigMap", "carpenter-full-dashboard")
+        self.assertEqual(cm["metadata"]["namespace"], "monitoring")
+        self.assertEqual(cm["metadata"]["labels"]["grafana_dashboard"], "1")
+        self.assertEqual(cm["metadata"]["annotations"]["grafana_folder"],
+                         "Carpenter")
+        with open(os.path.join(chartlib.CHART, "dashboards",
+                               "carpenter-proxmox.json")) as f:
+            self.assertEqual(json.loads(cm["data"]["carpenter-proxmox.json"]),
+                             json.load(f))
+        # Off by default (test_default_objects lists what is rendered).
+        self.assertEqual(find(self.docs["default"], "PrometheusRule"), [])
+
+    def test_dashboard_queries_parse(self):
+        """Every query of the chart's dashboard is valid PromQL once
+        Grafana's variables are put in (promtool parses them as recording
+        rules)."""
+        with open(os.path.join(chartlib.CHART, "dashboards",
+                               "carpenter-proxmox.json")) as f:
+            dash = json.load(f)
+        exprs = []
+
+        def walk(panels):
+            for p in panels:
+                exprs.extend(t["expr"] for t in p.get("targets", []))
+                walk(p.get("panels", []))
+        walk(dash["panels"])
+        self.assertGreater(len(exprs), 15)
+        subst = [(r"$__rate_interval", "5m"), ("$region", ".*"),
+                 ("$zone", ".*")]
+        rules = []
+        for i, e in enumerate(exprs):
+            for a, b in subst:
+                e = e.replace(a, b)
+            self.assertNotIn("$", e)
+            rules.append({"record": "dashboard:query%d" % i, "expr": e})
+        with tempfile.TemporaryDirectory(prefix="carp-dash-") as d:
+            path = os.path.join(d, "queries.yaml")
+            with open(path, "w") as f:
+                json.dump({"groups": [{"name": "dashboard",
+                                       "rules": rules}]}, f)
+            self.promtool("check", "rules", path)
+
     def test_single_replica_existing_secret(self):
         docs = self.docs["single.yaml"]
         dep, c = container(docs)
@@ -461,7 +550,9 @@ class RenderTest(unittest.TestCase):
         from sims import KubeSim
         with tempfile.TemporaryDirectory(prefix="carp-chart-") as work:
             ks = KubeSim("--tls", "--crds", os.path.join(
-                HERE, "testdata", "servicemonitor-crd.yaml"), workdir=work)
+                HERE, "testdata", "servicemonitor-crd.yaml"), "--crds",
+                os.path.join(HERE, "testdata", "prometheusrule-crd.yaml"),
+                workdir=work)
             try:
                 def kubectl(*args, stdin=None):
                     r = subprocess.run(["kubectl", "--kubeconfig",
@@ -481,7 +572,8 @@ class RenderTest(unittest.TestCase):
                         "crd/nodepools.karpenter.sh",
                         "crd/nodeclaims.karpenter.sh",
                         "crd/proxmoxnodeclasses.carpenter.dev")
-                for ns in ("carpenter-leases", "carpenter-bootstrap"):
+                for ns in ("carpenter-leases", "carpenter-bootstrap",
+                           "monitoring"):
                     kubectl("create", "namespace", ns)
                 for v in VALUE_SETS:
                     out = kubectl("apply", "--dry-run=server", "-f", "-",

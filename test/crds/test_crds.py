@@ -18,10 +18,12 @@ import os
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
 import traceback
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import crdcheck as cc  # noqa: E402
@@ -136,10 +138,14 @@ def offline():
         normal, wide = columns("NodeClaim")
         assert normal == ["Type", "Capacity", "Zone", "Node", "Ready", "Age"], \
             normal
-        for w in ("ID", "NodePool", "NodeClass"):
-            assert w in wide, wide
-    check("NodeClaim: columns Type Capacity Zone Node Ready Age; wide ID "
-          "NodePool NodeClass", t_nc_columns)
+        assert wide == ["ImageID", "ID", "NodePool", "NodeClass", "Drifted",
+                        "VM"], wide
+        vm = [c for c in crds["NodeClaim"]["spec"]["versions"][0][
+            "additionalPrinterColumns"] if c["name"] == "VM"][0]
+        assert vm["jsonPath"] == ".metadata.annotations.carpenter\\.dev/vm"
+    check("NodeClaim: columns Type Capacity Zone Node Ready Age (Karpenter's); "
+          "wide ImageID ID NodePool NodeClass Drifted (Karpenter's) and VM "
+          "(carpenter.dev/vm: region/host/VMID)", t_nc_columns)
 
     def t_pnc_columns():
         normal, wide = columns("ProxmoxNodeClass")
@@ -349,6 +355,21 @@ class KubeSim:
         assert rc == 0, f"kubectl {' '.join(args)} failed ({rc}): {err}{out}"
         return out
 
+    def put(self, path, obj):
+        """A PUT straight to the API (kubectl 1.20 cannot write a status
+        subresource)."""
+        with open(self.kubeconfig) as f:
+            token = re.search(r"token: *(\S+)", f.read()).group(1)
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        req = urllib.request.Request(self.url + path, method="PUT",
+                                     data=json.dumps(obj).encode())
+        req.add_header("Authorization", "Bearer " + token.strip("'\""))
+        req.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(req, timeout=20, context=ctx) as r:
+            assert r.status == 200, r.status
+
 
 def header(out):
     lines = [ln for ln in out.splitlines() if ln.strip()]
@@ -455,6 +476,48 @@ def run_kube_sim(sim):
         sim.ok("apply", "-f", NODECLAIM)
     check("kube-sim: a NodeClaim applies", t_nodeclaim)
 
+    def t_nodeclaim_status():
+        claim = json.loads(sim.ok("get", "nodeclaim", "default-x7k2p", "-o",
+                                  "json"))
+        t = "2026-11-22T10:00:00Z"
+        claim["status"] = {
+            "providerID": "proxmox://homelab/20017",
+            "imageID": "homelab/9001",
+            "conditions": [
+                {"type": "Launched", "status": "True", "reason": "Launched",
+                 "message": "", "lastTransitionTime": t},
+                {"type": "Registered", "status": "Unknown",
+                 "reason": "AwaitingNodeRegistration",
+                 "message": "Node not registered with cluster",
+                 "lastTransitionTime": t},
+                {"type": "Ready", "status": "Unknown",
+                 "reason": "AwaitingNodeRegistration",
+                 "message": "Node not registered with cluster",
+                 "lastTransitionTime": t}]}
+        sim.put("/apis/karpenter.sh/v1/nodeclaims/default-x7k2p/status", claim)
+        out = sim.ok("get", "nodeclaims", "-o", "wide")
+        head, row = out.splitlines()[0], out.splitlines()[1]
+        # Cells by the header's columns (NODE is empty: split() would
+        # shift every cell after it).
+        starts = [m.start() for m in re.finditer(r"\S+", head)]
+        got = {head[a:b].strip(): row[a:b].strip()
+               for a, b in zip(starts, starts[1:] + [None])}
+        assert got["NODE"] == "", got
+        assert got["ZONE"] == "pve2" and got["READY"] == "Unknown", got
+        assert got["IMAGEID"] == "homelab/9001", got
+        assert got["ID"] == "proxmox://homelab/20017", got
+        assert got["VM"] == "homelab/pve2/20017", got
+        out = sim.ok("describe", "nodeclaim", "default-x7k2p")
+        for want in (r"carpenter.dev/vm: homelab/pve2/20017",
+                     r"Reason: +AwaitingNodeRegistration",
+                     r"Message: +Node not registered with cluster",
+                     r"Image ID: +homelab/9001",
+                     r"Provider ID: +proxmox://homelab/20017"):
+            assert re.search(want, out), f"{want!r} not in:\n{out}"
+    check("kube-sim: kubectl get nodeclaims -o wide shows the VM "
+          "(region/host/VMID), the template and the providerID; describe "
+          "shows conditions with reasons and messages", t_nodeclaim_status)
+
     def cols(resource, wide):
         args = ["get", resource] + (["-o", "wide"] if wide else [])
         return header(sim.ok(*args))
@@ -464,7 +527,7 @@ def run_kube_sim(sim):
              ["WEIGHT", "CPU", "MEMORY"]),
             ("nodeclaims", ["NAME", "TYPE", "CAPACITY", "ZONE", "NODE",
                             "READY", "AGE"],
-             ["IMAGEID", "ID", "NODEPOOL", "NODECLASS", "DRIFTED"]),
+             ["IMAGEID", "ID", "NODEPOOL", "NODECLASS", "DRIFTED", "VM"]),
             ("proxmoxnodeclasses", ["NAME", "READY", "REGIONS", "TEMPLATE",
                                     "CLONE", "AGE"],
              ["ZONES", "STRATEGY", "BOOTSTRAP", "REASON"])):

@@ -114,6 +114,20 @@ static void overhead(const struct carp_nodeclass_spec *spec,
     o->allocatable.ephemeral = 0;
 }
 
+void pve_type_fill(const struct carp_nodeclass_spec *spec,
+                   const struct carp_instance_type *it, int64_t template_disk,
+                   struct carp_provider_instance_type *o)
+{
+  snprintf(o->name, sizeof(o->name), "%s", it->name);
+  snprintf(o->family, sizeof(o->family), "%s", it->family);
+  o->cpu = it->cpu;
+  o->memory = it->memory;
+  o->price = it->price;
+  o->arch = "amd64";
+  o->os = "linux";
+  overhead(spec, it, template_disk, o);
+}
+
 static int type_allowed(const struct carp_nodeclaim *claim,
                         const struct carp_nodeclass *nc,
                         const struct carp_instance_type *it)
@@ -489,14 +503,7 @@ int pve_instance_types(struct pve_provider *pp, const struct carp_nodeclass *nc,
   for (i = 0; i < ntypes; i++) {
     struct carp_provider_instance_type *o = &out->v[i];
     struct pve_type t;
-    snprintf(o->name, sizeof(o->name), "%s", types[i].name);
-    snprintf(o->family, sizeof(o->family), "%s", types[i].family);
-    o->cpu = types[i].cpu;
-    o->memory = types[i].memory;
-    o->price = types[i].price;
-    o->arch = "amd64";
-    o->os = "linux";
-    overhead(&nc->spec, &types[i], tdisk, o);
+    pve_type_fill(&nc->spec, &types[i], tdisk, o);
     memset(&t, 0, sizeof(t));
     snprintf(t.name, sizeof(t.name), "%s", types[i].name);
     t.cpu = types[i].cpu;

@@ -15,6 +15,7 @@
 
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
+#include "carpenter/timeutil.h"
 #include "pve_int.h"
 
 static void on_timer(uv_timer_t *t)
@@ -147,6 +148,11 @@ static void on_task(int err, const char *msg, void *arg)
   op->task = NULL;
   op->wait = PVE_W_NONE;
   op->k_task = NULL;
+  if (op->task_upid && err != CARP_ECANCELED)
+    pve_metrics_task(op->pp, op->task_region->name, op->task_upid, err,
+                     (double)(carp_time_mono_ms() - op->task_start_ms) /
+                         1000.0);
+  CARP_FREE(&op->task_upid);
   if (op->canceled) {
     op->on_canceled(op);
     return;
@@ -177,6 +183,10 @@ void pve_op_task(struct pve_op *op, struct pve_region *r, const char *upid,
   o.max_delay_ms = op->pp->o.task_poll_max_ms;
   o.stop_on_timeout = stop_on_timeout;
   op->wait = PVE_W_TASK;
+  carp_free(op->task_upid);
+  op->task_upid = carp_strdup(upid);
+  op->task_region = r;
+  op->task_start_ms = carp_time_mono_ms();
   rc = carp_pve_task_wait_start(r->client, upid, &o, on_task, op, &op->task);
   if (rc) {
     op->step_err = rc;
@@ -319,6 +329,7 @@ static void on_closed(uv_handle_t *h)
 {
   struct pve_op *op = h->data;
   struct pve_provider *pp = op->pp;
+  CARP_FREE(&op->task_upid);
   op->on_free(op);
   pp->nops--;
   pve_provider_maybe_closed(pp);

@@ -608,6 +608,7 @@ static void v_close(struct carp_provider *p, void (*cb)(void *arg), void *arg)
   pp->closing = 1;
   pp->close_cb = cb;
   pp->close_arg = arg;
+  pve_metrics_detach(pp);
   uv_timer_stop(&pp->refresh_timer);
   for (op = pp->ops; op; op = next) {
     next = op->next;
@@ -732,8 +733,10 @@ int carp_pve_provider_new(uv_loop_t *loop,
   uv_unref((uv_handle_t *)&pp->slot_timer);
   uv_timer_start(&pp->refresh_timer, on_refresh_timer, 0,
                  pp->o.refresh_interval_ms);
-  if (opts->metrics)
+  if (opts->metrics) {
     carp_provider_set_metrics(&pp->base, opts->metrics);
+    pve_metrics_init(pp, opts->metrics);
+  }
   CARP_LOG_INFO(PVE_LOG, "Proxmox provider started",
                 CARP_F_UINT("regions", pp->nregions),
                 CARP_F_STR("cluster", pp->cluster));

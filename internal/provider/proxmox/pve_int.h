@@ -246,6 +246,9 @@ struct pve_op {
   struct pve_reserve_token *token;
   pve_call_k k_call;
   pve_task_k k_task;
+  struct pve_region *task_region; /* the task waited for, for metrics */
+  char *task_upid;
+  uint64_t task_start_ms;
   pve_step_k k_step;
   pve_fn k_timer;
   int step_err;  /* status handed to a deferred k_step */
@@ -395,6 +398,14 @@ struct pve_slot {
   struct pve_slot *next;
 };
 
+/* A streamed host figure (metrics.c). */
+struct pve_stream_arg {
+  struct pve_provider *pp;
+  int fig;
+};
+
+#define PVE_HOST_FIGURES 6
+
 struct pve_provider {
   struct carp_provider base;
   uv_loop_t *loop;
@@ -416,7 +427,21 @@ struct pve_provider {
   int handles_open;
   void (*close_cb)(void *arg);
   void *close_arg;
+  /* The Proxmox view's metrics (metrics.c); NULL without a registry. */
+  struct carp_metric *m_streams[PVE_HOST_FIGURES + 2];
+  size_t nstreams;
+  struct pve_stream_arg m_figs[PVE_HOST_FIGURES];
+  struct carp_metric *m_tasks;
+  struct carp_metric *m_task_duration;
 };
+
+/* metrics.c: registers the families (reg may be NULL), stops the streamed
+ * ones before the provider goes, counts and times a finished task. */
+struct carp_metrics;
+void pve_metrics_init(struct pve_provider *pp, struct carp_metrics *reg);
+void pve_metrics_detach(struct pve_provider *pp);
+void pve_metrics_task(struct pve_provider *pp, const char *region,
+                      const char *upid, int err, double seconds);
 
 struct pve_region *pve_region_find(struct pve_provider *pp, const char *name);
 /* The op list became empty or a handle closed: finish a pending close. */
@@ -461,6 +486,15 @@ int pve_zone_allowed(const struct pve_vm_spec *s, const char *region,
 size_t pve_offerings(struct pve_provider *pp, const struct pve_vm_spec *s,
                      const struct pve_type *t,
                      struct carp_provider_offering **out);
+
+/* An instance type of a class as the provider offers it (adapter.c):
+ * name, shape, price, capacity and allocatable (bootDisk.size, else
+ * template_disk bytes, as ephemeral storage); no offerings. */
+struct carp_nodeclass_spec;
+struct carp_instance_type;
+void pve_type_fill(const struct carp_nodeclass_spec *spec,
+                   const struct carp_instance_type *it, int64_t template_disk,
+                   struct carp_provider_instance_type *o);
 
 /* Builds the user-data variables and renders (userdata.c). */
 struct pve_type;
