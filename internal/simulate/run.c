@@ -332,11 +332,6 @@ static void why_candidate(struct carp_simulation *s,
              "now (%lld of %lld nodes already disrupting)",
              p->np->meta.name, carp_disruption_reason_name(r),
              (long long)p->disrupting, (long long)p->nodes);
-  } else if (!cd->empty && a->pending) {
-    snprintf(e->why, sizeof(e->why),
-             "a candidate, but %zu pod%s pending: consolidation waits while "
-             "the cluster grows",
-             a->pending, a->pending == 1 ? " is" : "s are");
   } else if (found) {
     snprintf(e->why, sizeof(e->why),
              "a candidate, not part of this command (the controller looks "
@@ -460,11 +455,6 @@ int sim_run_consolidation(struct carp_simulation *s)
   }
   if (found) {
     record_command(s, &a, &cmd);
-  } else if (a.pending && a.ncands) {
-    snprintf(s->decision_why, sizeof(s->decision_why),
-             "%zu pod%s pending: consolidation waits while the cluster grows, "
-             "and no node is empty",
-             a.pending, a.pending == 1 ? " is" : "s are");
   } else if (!carp_store_len(claims)) {
     snprintf(s->decision_why, sizeof(s->decision_why), "there is no NodeClaim");
   } else if (!a.ncands) {
