@@ -75,8 +75,9 @@ struct carp_disruption {
  * deletes the candidates. */
 void carp__dis_execute(struct carp_disruption *d);
 /* Moves a command along from the poll: a replacement initialized, failed
- * or late; candidates gone. */
-void carp__dis_progress(struct carp_disruption *d, int64_t now);
+ * or late; candidates gone. Returns 1 when it rolled a command back: the
+ * caches do not show that yet, so nothing new is decided in this poll. */
+int carp__dis_progress(struct carp_disruption *d, int64_t now);
 void carp__dis_cmd_free(struct carp_disruption *d);
 /* "empty", "underutilized", "drifted" (metric labels); "Empty", ... */
 const char *carp__dis_reason_label(enum carp_disruption_reason r);

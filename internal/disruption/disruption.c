@@ -58,14 +58,30 @@ static void map_free(struct carp_map *m)
   carp_map_free(m);
 }
 
+/* The last Unconsolidatable reason told for a NodeClaim: a new reason is
+ * told at once, the same one again after EVENT_EVERY_MS. */
+struct told {
+  int64_t at;
+  uint64_t why; /* hash of the reason */
+};
+
 static void unconsolidatable(struct carp_disruption *d,
                              const struct carp_nodeclaim *nc,
                              const struct carp_node *node, const char *why,
                              int64_t now)
 {
   struct carp_controller *c = &d->base;
-  if (!due(&d->unconsol, nc->meta.name, now, EVENT_EVERY_MS))
+  struct told *t = carp_map_gets(&d->unconsol, nc->meta.name);
+  uint64_t h = carp_map_hash(why, strlen(why));
+  if (t && t->why == h && now - t->at < EVENT_EVERY_MS)
     return;
+  if (!t) {
+    char *k = carp_strdup(nc->meta.name);
+    t = carp_malloc(sizeof(*t));
+    carp_map_puts(&d->unconsol, k, t);
+  }
+  t->at = now;
+  t->why = h;
   if (node)
     carp_controller_event(c, &node->meta, "v1", CARP_EVENT_NORMAL,
                           "Unconsolidatable", "%s", why);
@@ -298,7 +314,7 @@ static void reconcile(struct carp_controller *c, const char *key)
   struct dis_analysis a;
   int64_t now = now_ms(d);
   uint64_t after = d->o.poll_interval_ms;
-  carp__dis_progress(d, now);
+  int rolled_back = carp__dis_progress(d, now);
   carp__dis_analyze(c->env.cluster, c->env.provider, now, d->active_since, &a);
   publish(d, &a, now);
   if (d->state == ST_VALIDATING) {
@@ -310,7 +326,7 @@ static void reconcile(struct carp_controller *c, const char *key)
     } else {
       carp__dis_cmd_free(d);
     }
-  } else if (d->state == ST_IDLE) {
+  } else if (d->state == ST_IDLE && !rolled_back) {
     decide(d, &a, now);
     if (d->state == ST_VALIDATING)
       after = d->o.validation_delay_ms;

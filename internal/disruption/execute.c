@@ -282,8 +282,11 @@ static void rollback(struct carp_disruption *d, const char *why)
       "disruption", "abandoning command: rolling back", CARP_F_STR("why", why),
       CARP_F_STR("replacement", d->cmd.repl_name ? d->cmd.repl_name : ""));
   if (nc && !nc->meta.deletion_ms && d->cmd.repl_uid &&
-      !strcmp(nc->meta.uid, d->cmd.repl_uid))
+      !strcmp(nc->meta.uid, d->cmd.repl_uid)) {
+    /* Not capacity from now on, before the cache shows the delete. */
+    carp_cluster_mark_for_deletion(c->env.cluster, nc->meta.name);
     carp_write_delete_claim(c, NULL, nc, NULL, NULL);
+  }
   carp_metric_add(d->m_failed_validations,
                   CARP_VALUES(carp__dis_method_name(d->cmd.method)), 1);
   carp_metric_add(d->m_queue_failures,
@@ -425,7 +428,7 @@ static const char *still_fits(struct carp_disruption *d, int64_t now)
   return why;
 }
 
-void carp__dis_progress(struct carp_disruption *d, int64_t now)
+int carp__dis_progress(struct carp_disruption *d, int64_t now)
 {
   struct carp_controller *c = &d->base;
   if (d->state == ST_LAUNCHING && !d->cmd.creating) {
@@ -433,31 +436,33 @@ void carp__dis_progress(struct carp_disruption *d, int64_t now)
         carp_cluster_nodeclaim(c->env.cluster, d->cmd.repl_name);
     const char *why;
     if (!nc || strcmp(nc->meta.uid, d->cmd.repl_uid) || nc->meta.deletion_ms) {
-      if (nc || now - d->cmd.launched_ms >= REPLACEMENT_SEEN_MS)
+      if (nc || now - d->cmd.launched_ms >= REPLACEMENT_SEEN_MS) {
         rollback(d, "the replacement NodeClaim was deleted before it "
                     "initialized");
-      return;
+        return 1;
+      }
+      return 0;
     }
     if (!carp_conditions_is_true(&nc->status.conditions,
                                  CARP_COND_INITIALIZED)) {
       if (now - d->cmd.launched_ms >= (int64_t)d->o.command_timeout_ms) {
         rollback(d, "the replacement did not initialize in time");
-        return;
+        return 1;
       }
       if (!d->cmd.repl_waiting_said) {
         d->cmd.repl_waiting_said = 1;
         cand_events(d, "DisruptionWaitingReadiness",
                     "Waiting on readiness to continue disruption");
       }
-      return;
+      return 0;
     }
     why = still_fits(d, now);
     if (why) {
       rollback(d, why);
-      return;
+      return 1;
     }
     start_deletes(d);
-    return;
+    return 0;
   }
   if (d->state == ST_WAITING) {
     size_t i;
@@ -480,4 +485,5 @@ void carp__dis_progress(struct carp_disruption *d, int64_t now)
       carp__dis_cmd_free(d);
     }
   }
+  return 0;
 }

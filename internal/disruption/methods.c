@@ -24,6 +24,10 @@
 #include "disruption_int.h"
 
 #define BALANCED_THRESHOLD 0.5
+/* How many lengths below the longest that fits are priced before giving
+ * up: a prefix whose replacement costs what it replaces can be followed
+ * by a longer one that saves. */
+#define PRICE_STEPS 3
 
 const char *carp__dis_method_name(enum dis_method m)
 {
@@ -207,20 +211,18 @@ static size_t consolidation_candidates(const struct dis_analysis *a,
   return n;
 }
 
-/* How many sizes below the largest that fits are priced before giving up:
- * a prefix whose replacement costs what it replaces can be followed by a
- * longer one that saves. */
-#define PRICE_STEPS 3
-
-static int multi_node(struct dis_sim *sim, const struct dis_analysis *a,
-                      const size_t *cands, size_t n, struct dis_command *cmd)
+/* The longest prefix of cands that can go together: a binary search for
+ * the longest that has room with at most one new node (room only grows
+ * scarcer as the prefix grows, so this search is sound where one on
+ * price is not: three 2-vCPU nodes can fold into one 4-vCPU node when two
+ * of them cannot, for want of savings), then that length and the next
+ * few shorter ones priced. */
+static int longest_prefix(struct dis_sim *sim, const struct dis_analysis *a,
+                          const size_t *cands, size_t n,
+                          struct dis_command *cmd)
 {
   size_t lo = 2, hi = n, fit = 0, k, tries;
   char why[256];
-  /* The longest prefix whose pods have room with at most one new node:
-   * room only grows scarcer as the prefix grows, so this search is sound
-   * where one on price is not (three 2-vCPU nodes can fold into one
-   * 4-vCPU node when two of them cannot, for want of savings). */
   while (lo <= hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (carp__dis_sim_fits(sim, cands, mid)) {
@@ -241,6 +243,39 @@ static int multi_node(struct dis_sim *sim, const struct dis_analysis *a,
     carp__dis_plan_cleanup(&plan);
   }
   return 0;
+}
+
+/* Across every pool first; then, since one candidate that cannot move
+ * (its pods held to its own pool) spoils every prefix that holds it, each
+ * pool on its own, keeping the command that saves most. */
+static int multi_node(struct dis_sim *sim, const struct dis_analysis *a,
+                      const size_t *cands, size_t n, struct dis_command *cmd)
+{
+  size_t *mine = carp_calloc(n + 1, sizeof(size_t));
+  size_t p, i, m;
+  int found = 0;
+  if (longest_prefix(sim, a, cands, n, cmd)) {
+    carp_free(mine);
+    return 1;
+  }
+  for (p = 0; p < a->npools; p++) {
+    struct dis_command c;
+    for (i = 0, m = 0; i < n; i++)
+      if (a->cands[cands[i]].pool == p)
+        mine[m++] = cands[i];
+    if (m < 2 || m == n || !longest_prefix(sim, a, mine, m, &c))
+      continue;
+    if (found && c.savings <= cmd->savings) {
+      carp__dis_command_cleanup(&c);
+      continue;
+    }
+    if (found)
+      carp__dis_command_cleanup(cmd);
+    *cmd = c;
+    found = 1;
+  }
+  carp_free(mine);
+  return found;
 }
 
 static int single_node(struct dis_sim *sim, const struct dis_analysis *a,

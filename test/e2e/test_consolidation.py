@@ -19,7 +19,7 @@ pod): three nodes per pool. Then:
   the replacement deleted, no candidate tainted, drained or deleted."""
 import time
 
-from e2elib import E2ETest, deployment_yaml, wait_until
+from e2elib import E2ETest, deployment_yaml, parse_time, wait_until
 
 POOLS = ("fold", "pdb", "pinned", "frozen")
 
@@ -116,7 +116,7 @@ class ConsolidationTest(E2ETest):
         self.apply(PDB)
         self.three_nodes_each(POOLS, annotations={
             "pinned": {"karpenter.sh/do-not-disrupt": "true"}})
-        fold_nodes = self.node_names("fold")
+        fold_claims = {c["metadata"]["name"] for c in self.claims("fold")}
         start = time.monotonic()
 
         # Three 2-vCPU nodes become one 4-vCPU node.
@@ -141,16 +141,16 @@ class ConsolidationTest(E2ETest):
             "karpenter_voluntary_disruption_decisions_total",
             decision="replace", reason="underutilized",
             consolidation_type="multi"), 1)
-        # The replacement was created before any candidate was tainted.
-        creates = [r for r in self.carpenter_requests(
-            method="POST", resource="nodeclaims")
-            if r.get("status", 201) < 300]
-        taints = [r for r in self.carpenter_requests(
-            method="PATCH", resource="nodes")
-            if r.get("name") in fold_nodes]
-        self.assertTrue(taints)
-        last_create = max(r["time"] for r in creates)
-        self.assertLess(last_create, min(r["time"] for r in taints))
+        # The replacement was up before any candidate was disrupted.
+        repl = self.claims("fold")[0]
+        up = [c["lastTransitionTime"] for c in repl["status"]["conditions"]
+              if c["type"] == "Initialized"][0]
+        terminating = [e for e in self.events(kind="NodeClaim",
+                                              reason="DisruptionTerminating")
+                       if e["involvedObject"]["name"] in fold_claims]
+        self.assertEqual(len(terminating), 3, terminating)
+        self.assertLessEqual(parse_time(up), min(
+            parse_time(e["firstTimestamp"]) for e in terminating))
         # Every pod was evicted (never deleted) and found a place.
         self.assertEqual(self.pod_deletes(), [])
 

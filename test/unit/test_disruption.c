@@ -226,6 +226,44 @@ static void test_multi_node_folds_three_into_one(void **state)
   kit_close(&k);
 }
 
+static void test_multi_node_across_pools(void **state)
+{
+  struct kit k;
+  (void)state;
+  /* The candidates of two pools interleave in cost order; the three of
+   * "a" still fold into one node of their own pool. */
+  setup(&k, "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
+            " consolidateAfter: 30s, budgets: [{nodes: '100%'}]}");
+  kit_nodepool(&k, "b",
+               "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
+               " consolidateAfter: 30s, budgets: [{nodes: '100%'}]}");
+  kit_node(&k, "a1", "default", "c1.2VCPU-4GB");
+  kit_node(&k, "a2", "default", "c1.2VCPU-4GB");
+  kit_node(&k, "a3", "default", "c1.2VCPU-4GB");
+  kit_node(&k, "b1", "b", "c1.2VCPU-4GB");
+  kit_pod(&k, "default", "p-a1", "a1", 1200, RS_OWNER);
+  kit_pod(&k, "default", "p-a2", "a2", 1200, RS_OWNER);
+  kit_pod(&k, "default", "p-a3", "a3", 1200, RS_OWNER);
+  kit_pod(&k, "default", "p-b1", "b1", 1200, RS_OWNER);
+  /* Each pod held to its pool, as the pods of a Deployment with a
+   * nodeSelector are; b1 is the cheapest to disrupt (newest and first). */
+  kit_patch(&k, "Pod", "default/p-a1",
+            "{spec: {nodeSelector: {karpenter.sh/nodepool: default}}}");
+  kit_patch(&k, "Pod", "default/p-a2",
+            "{spec: {nodeSelector: {karpenter.sh/nodepool: default}}}");
+  kit_patch(&k, "Pod", "default/p-a3",
+            "{spec: {nodeSelector: {karpenter.sh/nodepool: default}}}");
+  kit_patch(&k, "Pod", "default/p-b1",
+            "{spec: {nodeSelector: {karpenter.sh/nodepool: b}}}");
+  kit_patch(&k, "Pod", "default/p-b1",
+            "{metadata: {annotations: {controller.kubernetes.io/"
+            "pod-deletion-cost: '-100000000'}}}");
+  kit_start(&k);
+  kit_advance(&k, 30 * SEC + VALIDTN + 1 * SEC);
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 1);
+  kit_close(&k);
+}
+
 /* Acts as the lifecycle controller for a NodeClaim: launched on its
  * cheapest option, registered, initialized, with its Node. */
 static void come_up(struct kit *k, const char *claim)
@@ -503,6 +541,7 @@ int main(void)
       cmocka_unit_test(test_validation_drops_a_changed_candidate),
       cmocka_unit_test(test_multi_node_delete),
       cmocka_unit_test(test_multi_node_folds_three_into_one),
+      cmocka_unit_test(test_multi_node_across_pools),
       cmocka_unit_test(test_single_node_replace_after_initialized),
       cmocka_unit_test(test_replacement_never_initializes_rolls_back),
       cmocka_unit_test(test_pdb_blocks_with_event),
