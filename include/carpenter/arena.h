@@ -1,6 +1,6 @@
-/* A bump allocator for data that lives exactly as long as one piece of
- * work (a scheduling problem built from the caches, say): allocations are
- * carved from large chunks and all freed at once. */
+/* Module core (internal/core). A bump allocator for data that lives exactly as
+ * long as one piece of work (a scheduling problem built from the caches, say):
+ * allocations are carved from large chunks and all freed at once. */
 #ifndef CARP_ARENA_H
 #define CARP_ARENA_H
 
