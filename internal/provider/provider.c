@@ -223,6 +223,41 @@ int carp_provider_is_drifted(struct carp_provider *p, const char *controller,
   return rc;
 }
 
+int carp_provider_zone_status(struct carp_provider *p, const char *region,
+                              const char *zone,
+                              struct carp_provider_zone_status *out)
+{
+  int rc;
+  if (!out)
+    return CARP_EINVAL;
+  memset(out, 0, sizeof(*out));
+  if (!p || !region || !zone)
+    return CARP_EINVAL;
+  if (!p->ops->zone_status)
+    return 0;
+  rc = p->ops->zone_status(p, region, zone, out);
+  if (rc || out->state == CARP_ZONE_UNKNOWN)
+    out->since_ms = 0;
+  if (rc)
+    out->state = CARP_ZONE_UNKNOWN;
+  return rc;
+}
+
+const char *carp_zone_state_name(enum carp_zone_state s)
+{
+  switch (s) {
+  case CARP_ZONE_READY:
+    return "Ready";
+  case CARP_ZONE_MAINTENANCE:
+    return "Maintenance";
+  case CARP_ZONE_OFFLINE:
+    return "Offline";
+  case CARP_ZONE_UNKNOWN:
+    break;
+  }
+  return "Unknown";
+}
+
 void carp_provider_cancel(struct carp_provider *p, struct carp_provider_op *op)
 {
   if (p && op)
