@@ -124,6 +124,11 @@ static const struct opt opts[] = {
      OFF(gc_leaked_vm_grace_ms), "DURATION",
      "How long a VM tagged for this cluster may stay without a NodeClaim "
      "before it is deleted."},
+    {"host-offline-toleration", "HOST_OFFLINE_TOLERATION", OPT_DURATION, "5m",
+     OFF(host_offline_toleration_ms), "DURATION",
+     "How long a Proxmox host may be offline before the NodeClaims on it "
+     "are replaced (forcefully: their nodes went with the host). Nodes "
+     "still Ready are kept. docs/hosts.md"},
 };
 
 static const char *type_hint(enum opt_type t)
@@ -385,6 +390,12 @@ enum carp_options_result carp_options_parse(struct carp_options *o, int argc,
                  "--disruption-validation-delay, "
                  "--disruption-command-timeout, --gc-interval and "
                  "--gc-leaked-vm-grace must be greater than 0\n");
+    return CARP_OPTIONS_ERROR;
+  }
+  if (o->host_offline_toleration_ms <= 0) {
+    fprintf(err, "carpenter: --host-offline-toleration must be greater than "
+                 "0 (a host that blips offline for a moment would cost every "
+                 "node on it)\n");
     return CARP_OPTIONS_ERROR;
   }
   if (o->metrics_port && o->metrics_port == o->health_probe_port &&

@@ -115,6 +115,11 @@ void kit_node(struct kit *k, const char *name, const char *pool,
  * Ready Node and VM. */
 void kit_node_up(struct kit *k, const char *name, const char *pool,
                  const char *type);
+/* The same in a zone of the fake provider (the two above: zone-a). */
+void kit_node_in(struct kit *k, const char *name, const char *pool,
+                 const char *type, const char *zone);
+void kit_node_up_in(struct kit *k, const char *name, const char *pool,
+                    const char *type, const char *zone);
 /* A running pod bound to node (NULL: pending), requesting cpu millicores,
  * with extra metadata members (YAML flow, or ""). */
 void kit_pod(struct kit *k, const char *ns, const char *name, const char *node,

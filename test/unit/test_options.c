@@ -58,6 +58,7 @@ static const char *const env_vars[] = {
     "DISRUPTION_VALIDATION_DELAY",
     "GC_INTERVAL",
     "GC_LEAKED_VM_GRACE",
+    "HOST_OFFLINE_TOLERATION",
 };
 
 static int clear_env(void **state)
@@ -93,6 +94,7 @@ static void test_defaults(void **state)
   assert_int_equal(o.disruption_validation_ms, 15000);
   assert_int_equal(o.gc_interval_ms, 120000);
   assert_int_equal(o.gc_leaked_vm_grace_ms, 300000);
+  assert_int_equal(o.host_offline_toleration_ms, 300000);
   assert_string_equal(err_text, "");
   release(&o);
 }
@@ -134,11 +136,13 @@ static void test_env_and_flags(void **state)
                      "--gc-interval=3s"};
     setenv("GC_LEAKED_VM_GRACE", "45s", 1);
     setenv("GC_INTERVAL", "1m", 1);
+    setenv("HOST_OFFLINE_TOLERATION", "90s", 1);
     assert_int_equal(parse(&o, 5, argv3), CARP_OPTIONS_RUN);
     assert_int_equal(o.disruption_poll_ms, 1000);
     assert_int_equal(o.disruption_validation_ms, 500);
     assert_int_equal(o.gc_interval_ms, 3000);         /* flag beats env */
     assert_int_equal(o.gc_leaked_vm_grace_ms, 45000); /* env beats default */
+    assert_int_equal(o.host_offline_toleration_ms, 90000);
     release(&o);
     clear_env(state);
   }
@@ -199,6 +203,10 @@ static void test_bad_flags(void **state)
                            "greater than 0"},
       {"--disruption-validation-delay=0s", "must be greater than 0"},
       {"--gc-leaked-vm-grace=-5m", "for flag --gc-leaked-vm-grace"},
+      {"--host-offline-toleration=0s",
+       "--host-offline-toleration must be greater than 0"},
+      {"--host-offline-toleration=later",
+       "for flag --host-offline-toleration: want a duration"},
       {"--metrics-bind-address=:8080",
        "for flag --metrics-bind-address: want an IP address"},
       {"--health-probe-bind-address=localhost",
@@ -265,6 +273,7 @@ static void test_help_and_version(void **state)
       "--disruption-validation-delay",
       "--gc-interval",
       "--gc-leaked-vm-grace",
+      "--host-offline-toleration",
       "--help",
       "--version",
   };
