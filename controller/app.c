@@ -416,6 +416,7 @@ static int start_controllers(struct app *a)
   nco.regions = (const char *const *)a->pve_regions;
   nco.nregions = a->npve_regions;
   nco.region_status = carp_pve_provider_region_status;
+  nco.templates = carp_pve_provider_templates;
   rc = add_controller(
       a, carp_nodeclass_controller_new(&a->env, &nco, &a->ctls[a->nctls]));
   if (rc)

@@ -91,6 +91,15 @@ static const char *not_initialized(const struct carp_nodeclaim *nc,
     snprintf(msg, cap, "Node status is NotReady");
     return "NodeNotReady";
   }
+  /* As Karpenter: pods cannot land before the node lifecycle controller
+   * takes its not-ready taint off, a while after Ready. */
+  for (i = 0; i < node->ntaints; i++)
+    if (carp_sched_taint_ephemeral(node->taints[i].key) &&
+        node->taints[i].effect != CARP_EFFECT_PREFER_NO_SCHEDULE) {
+      snprintf(msg, cap, "KnownEphemeralTaint \"%s\" still exists",
+               node->taints[i].key);
+      return "KnownEphemeralTaintsExist";
+    }
   for (i = 0; i < nc->spec.nstartup_taints; i++) {
     const struct carp_taint *t = &nc->spec.startup_taints[i];
     /* Before the sync adds them, a startup taint counts as present unless
@@ -395,6 +404,14 @@ static void initialize(struct carp_lifecycle *l,
 {
   char body[512], msg[300];
   const char *why = not_initialized(nc, node, 1, msg, sizeof(msg));
+  const struct carp_condition *init =
+      carp_conditions_get(&nc->status.conditions, CARP_COND_INITIALIZED);
+  if (why && init && init->status == CARP_COND_UNKNOWN) {
+    /* Still waiting, for one thing or the next: one write says so (a write
+     * per reason would cost the claim more than it tells). */
+    carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER, 10000);
+    return;
+  }
   if (why) {
     set_condition(l, nc, key, CARP_COND_INITIALIZED, CARP_COND_UNKNOWN, why,
                   msg, 10000, NULL);

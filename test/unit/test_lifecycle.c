@@ -226,6 +226,42 @@ static void test_startup_taints_hold_initialization(void **state)
   kit_close(&k);
 }
 
+static void test_not_ready_taint_holds_initialization(void **state)
+{
+  struct kit k;
+  const char *reason = NULL;
+  char ts[CARP_RFC3339_LEN];
+  char pid[160];
+  (void)state;
+  setup(&k, 0);
+  claim(&k, "c1", "");
+  kit_start(&k);
+  snprintf(pid, sizeof(pid), "%s",
+           kit_str(&k, "NodeClaim", "c1", "status", "providerID", NULL));
+  carp_time_format_rfc3339(carp_clock_wall_ms(k.clock), 0, ts);
+  /* Ready, but the node lifecycle controller has not taken its not-ready
+   * taint off yet: no pod can land. */
+  kit_apply(&k,
+            "{apiVersion: v1, kind: Node, metadata: {name: n1},"
+            " spec: {providerID: '%s', taints: [{key: karpenter.sh/"
+            "unregistered, effect: NoExecute}, {key: "
+            "node.kubernetes.io/not-ready, effect: NoSchedule}]},"
+            " status: {capacity: {cpu: '2', memory: 4Gi, pods: '110'},"
+            "  allocatable: {cpu: '2', memory: 4Gi, pods: '110'},"
+            "  conditions: [{type: Ready, status: 'True', reason: "
+            "KubeletReady, message: '', lastTransitionTime: '%s',"
+            " lastHeartbeatTime: '%s'}]}}",
+            pid, ts, ts);
+  assert_string_equal(cond(&k, "c1", "Registered"), "True");
+  assert_string_equal(
+      kit_condition(&k, "NodeClaim", "c1", "Initialized", &reason), "Unknown");
+  assert_string_equal(reason, "KnownEphemeralTaintsExist");
+  kit_patch(&k, "Node", "n1", "{spec: {taints: []}}");
+  assert_string_equal(cond(&k, "c1", "Initialized"), "True");
+  assert_int_equal(claim_writes(&k, "c1"), 4);
+  kit_close(&k);
+}
+
 static void test_launch_failures_back_off_then_time_out(void **state)
 {
   struct kit k;
@@ -398,6 +434,7 @@ int main(void)
       cmocka_unit_test(test_ready_node_costs_three_claim_writes),
       cmocka_unit_test(test_not_ready_node_initializes_when_ready),
       cmocka_unit_test(test_startup_taints_hold_initialization),
+      cmocka_unit_test(test_not_ready_taint_holds_initialization),
       cmocka_unit_test(test_launch_failures_back_off_then_time_out),
       cmocka_unit_test(test_insufficient_capacity_deletes_the_claim),
       cmocka_unit_test(test_registration_timeout),
