@@ -359,6 +359,12 @@ int carp_provider_vm_annotation_parse(const char *value, char *region,
                                       size_t region_size, char *zone,
                                       size_t zone_size, int64_t *vmid);
 
+/* The zone a NodeClaim's VM was placed in: its zone label with the region
+ * label (else the providerID's region), else the write-ahead annotation
+ * CARP_ANN_VM (a launch that never finished). 1 when found, else 0. */
+int carp_provider_claim_zone(const struct carp_nodeclaim *nc, char *region,
+                             size_t region_size, char *zone, size_t zone_size);
+
 /* Whether a value of key is allowed by every requirement on that key
  * (In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte; value NULL means the
  * key is undefined). Requirements on other keys are ignored. */

@@ -46,28 +46,6 @@ struct carp_interruption {
 
 #define INT(c) carp_container_of(c, struct carp_interruption, base)
 
-/* The claim's zone: its zone label with the region label (else the
- * providerID's region), else the write-ahead annotation
- * "<region>/<zone>/<vmid>" (a launch that never finished). */
-static int zone_of(const struct carp_nodeclaim *nc, char *region, size_t rsize,
-                   char *zone, size_t zsize)
-{
-  const char *r = carp_kvset_get(nc->meta.labels, CARP_LABEL_REGION);
-  const char *z = carp_kvset_get(nc->meta.labels, CARP_LABEL_ZONE);
-  const char *ann = carp_kvset_get(nc->meta.annotations, CARP_ANN_VM);
-  int64_t vmid;
-  if (z && (r || (nc->status.provider_id &&
-                  !carp_provider_id_parse(nc->status.provider_id, region, rsize,
-                                          &vmid)))) {
-    if (r)
-      snprintf(region, rsize, "%s", r);
-    snprintf(zone, zsize, "%s", z);
-    return 1;
-  }
-  return ann && !carp_provider_vm_annotation_parse(ann, region, rsize, zone,
-                                                   zsize, &vmid);
-}
-
 static void forget_gone(struct carp_interruption *in)
 {
   struct carp_store *claims =
@@ -177,7 +155,8 @@ static void reconcile(struct carp_controller *c, const char *key)
         !nc->spec.node_class_ref.kind ||
         strcmp(nc->spec.node_class_ref.kind, "ProxmoxNodeClass") ||
         carp_map_gets(&in->issued, nc->meta.uid) ||
-        !zone_of(nc, region, sizeof(region), zone, sizeof(zone)))
+        !carp_provider_claim_zone(nc, region, sizeof(region), zone,
+                                  sizeof(zone)))
       continue;
     carp_provider_zone_status(c->env.provider, region, zone, &zs);
     if (zs.state != CARP_ZONE_OFFLINE)

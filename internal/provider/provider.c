@@ -21,6 +21,9 @@
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
 #include "carpenter/metrics.h"
+#include "carpenter/nodeclaim.h"
+#include "carpenter/object.h"
+#include "carpenter/scheduling.h"
 #include "carpenter/timeutil.h"
 
 struct call {
@@ -403,6 +406,25 @@ int carp_provider_vm_annotation_parse(const char *value, char *region,
   memcpy(zone, s1 + 1, zlen);
   zone[zlen] = '\0';
   return 0;
+}
+
+int carp_provider_claim_zone(const struct carp_nodeclaim *nc, char *region,
+                             size_t region_size, char *zone, size_t zone_size)
+{
+  const char *r = carp_kvset_get(nc->meta.labels, CARP_LABEL_REGION);
+  const char *z = carp_kvset_get(nc->meta.labels, CARP_LABEL_ZONE);
+  const char *ann = carp_kvset_get(nc->meta.annotations, CARP_ANN_VM);
+  int64_t vmid;
+  if (z && (r || (nc->status.provider_id &&
+                  !carp_provider_id_parse(nc->status.provider_id, region,
+                                          region_size, &vmid)))) {
+    if (r)
+      snprintf(region, region_size, "%s", r);
+    snprintf(zone, zone_size, "%s", z);
+    return 1;
+  }
+  return ann && !carp_provider_vm_annotation_parse(ann, region, region_size,
+                                                   zone, zone_size, &vmid);
 }
 
 /* --- requirements ------------------------------------------------------- */
