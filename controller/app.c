@@ -28,6 +28,7 @@
 #include "carpenter/health.h"
 #include "carpenter/http.h"
 #include "carpenter/informer.h"
+#include "carpenter/interruption.h"
 #include "carpenter/kube.h"
 #include "carpenter/kubeconfig.h"
 #include "carpenter/leader.h"
@@ -357,11 +358,13 @@ static int add_controller(struct app *a, int rc)
   return rc;
 }
 
-/* Termination, disruption and garbage collection. */
+/* Termination, disruption, interruption (hosts gone offline) and garbage
+ * collection. */
 static int start_disruption(struct app *a)
 {
   struct carp_termination_options to;
   struct carp_disruption_options dopt;
+  struct carp_interruption_options io;
   struct carp_gc_options go;
   int rc;
   memset(&to, 0, sizeof(to));
@@ -379,6 +382,11 @@ static int start_disruption(struct app *a)
                            carp_expiration_new(&a->env, &a->ctls[a->nctls]))) ||
       (rc = add_controller(
            a, carp_disruption_conditions_new(&a->env, &a->ctls[a->nctls]))))
+    return rc;
+  memset(&io, 0, sizeof(io));
+  io.host_offline_toleration_ms = (uint64_t)a->opts->host_offline_toleration_ms;
+  if ((rc = add_controller(
+           a, carp_interruption_new(&a->env, &io, &a->ctls[a->nctls]))))
     return rc;
   if (a->opts->node_repair) {
     struct carp_repair_options ro = {

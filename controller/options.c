@@ -147,6 +147,11 @@ static const struct opt opts[] = {
      "Repair is held while more than this share of a NodePool's nodes "
      "(rounded up) is unhealthy: a whole pool going NotReady is an outage "
      "that new nodes would not fix."},
+    {"host-offline-toleration", "HOST_OFFLINE_TOLERATION",
+     OPT_POSITIVE_DURATION, "5m", OFF(host_offline_toleration_ms), "DURATION",
+     "How long a Proxmox host may be offline before the NodeClaims on it "
+     "are replaced (forcefully: their nodes went with the host). Nodes "
+     "still Ready are kept. docs/hosts.md"},
 };
 
 static const char *type_hint(enum opt_type t)

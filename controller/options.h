@@ -32,6 +32,7 @@ struct carp_options {
   int64_t disruption_command_timeout_ms; /* --disruption-command-timeout */
   int64_t gc_interval_ms;                /* --gc-interval */
   int64_t gc_leaked_vm_grace_ms;         /* --gc-leaked-vm-grace */
+  int64_t host_offline_toleration_ms;    /* --host-offline-toleration */
   int metrics_pod_series_limit;          /* --metrics-pod-series-limit */
   int64_t launch_timeout_ms;             /* --nodeclaim-launch-timeout */
   int64_t registration_timeout_ms;       /* --nodeclaim-registration-timeout */

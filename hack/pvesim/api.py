@@ -28,6 +28,10 @@ def h_cluster_status(ctx):
     return ctx.sim.cluster_status()
 
 
+def h_ha_status(ctx):
+    return ctx.sim.ha_status_current()
+
+
 def h_resources(ctx):
     return ctx.sim.resources(ctx.p.get("type"), ctx.token)
 
@@ -199,6 +203,7 @@ ROUTES = {
     ("GET", "/cluster/status"): h_cluster_status,
     ("GET", "/cluster/resources"): h_resources,
     ("GET", "/cluster/nextid"): h_nextid,
+    ("GET", "/cluster/ha/status/current"): h_ha_status,
     ("GET", "/nodes"): h_nodes,
     ("GET", "/nodes/{node}/status"): h_node_status,
     ("GET", "/nodes/{node}/qemu"): h_qemu_list,

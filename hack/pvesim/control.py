@@ -8,6 +8,9 @@ POST /_sim/vms/{vmid}/ha?managed=1  mark a VM HA-managed (delete then needs purg
 GET  /_sim/hosts                    hosts with online state and memory accounting
 POST /_sim/hosts/{host}/offline?mode=crash|partition
 POST /_sim/hosts/{host}/online
+POST /_sim/hosts/{host}/maintenance?enable=1|0
+                                    HA node maintenance on or off, as
+                                    `ha-manager crm-command node-maintenance`
 GET  /_sim/tasks                    every task with status, exitstatus and log
 GET  /_sim/storage                  every volume (storage, node, volid, size, vmid)
 POST /_sim/storage/{node}/{storage}/{content}/{name}[?vmid=N&size=BYTES]
@@ -86,21 +89,33 @@ class Control:
                 return {"killed": sim.kill(vm.vmid)}
             if method == "POST" and action == "ha":
                 vm.ha = q.get("managed", "1") == "1"
+                sim.ha_used = sim.ha_used or vm.ha
                 return {"vmid": vm.vmid, "ha": vm.ha}
             raise LookupError("unknown action")
         if method == "GET" and path == "/_sim/hosts":
             out = []
             for hst in sim.hosts.values():
                 out.append({"name": hst.name, "online": hst.online, "mode": hst.mode,
+                            "maintenance": hst.maintenance,
                             "cpus": hst.cpus, "maxmem": hst.mem,
                             "mem_used": sim.host_mem_used(hst.name),
                             "running_vms": sorted(v.vmid for v in sim.vms.values()
                                                   if v.node == hst.name and v.running)})
             return out
-        m = re.match(r"^/_sim/hosts/([^/]+)/(offline|online)$", path)
+        m = re.match(r"^/_sim/hosts/([^/]+)/(offline|online|maintenance)$", path)
         if m and method == "POST":
             if m.group(1) not in sim.hosts:
                 raise LookupError("no host %s" % m.group(1))
+            if m.group(2) == "maintenance":
+                enable = q.get("enable", "1")
+                if enable not in ("0", "1"):
+                    raise ValueError("enable must be 1 or 0")
+                note = sim.set_maintenance(m.group(1), enable == "1")
+                out = {"host": m.group(1),
+                       "maintenance": sim.hosts[m.group(1)].maintenance}
+                if note:
+                    out["ignored"] = note
+                return out
             if m.group(2) == "offline":
                 mode = q.get("mode", "crash")
                 if mode not in ("crash", "partition"):

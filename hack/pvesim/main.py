@@ -101,6 +101,11 @@ def parse_args(argv):
     a("--host-offline", action="append", default=[],
       help="HOST[@AFTER_S[+FOR_S]]: host goes offline (repeatable)")
     a("--host-offline-mode", choices=("crash", "partition"), default="crash")
+    a("--host-maintenance", action="append", default=[],
+      help="HOST[@AFTER_S[+FOR_S]]: HA node maintenance enabled on HOST (repeatable)")
+    a("--no-node-hastate", action="store_true",
+      help="as PVE before 8.3: no hastate on /cluster/resources node entries "
+      "(maintenance shows only in /cluster/ha/status/current)")
     a("--offline-delay-ms", type=float, default=500.0,
       help="how long a node-scoped call to an offline host takes to fail (595)")
     a("--keepalive-timeout", type=float, default=5.0)

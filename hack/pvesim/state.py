@@ -75,6 +75,8 @@ class Host:
         self.mem = mem
         self.online = True
         self.mode = None              # "crash" | "partition" while offline
+        self.offline_since = None
+        self.maintenance = False      # the LRM's mode is "maintenance"
         self.boot_time = time.time() - rng.randrange(3 * 86400, 40 * 86400)
         self.ip = "192.168.100.%d" % (11 + index)
 
@@ -116,6 +118,8 @@ class Sim:
         self.stats = collections.Counter()
         self.tokens = {}
         self.fingerprint = None
+        self.ha_used = False          # the HA CRM has kept a node status
+        self.started_at = time.time()
         for spec in opts.templates:
             self._add_template(spec)
 
@@ -129,6 +133,8 @@ class Sim:
             self._stats_tick(reschedule=True)
             for spec in self.opts.host_offline:
                 self._schedule_offline(spec)
+            for spec in self.opts.host_maintenance:
+                self._schedule_maintenance(spec)
 
     def add_token(self, tokenid, secret, privs):
         self.tokens[tokenid] = Token(tokenid, secret, privs)
@@ -261,21 +267,113 @@ class Sim:
         return used
 
     # ------------------------------------------------------------- host state
-    def _schedule_offline(self, spec):
+    def _host_schedule(self, flag, spec, begin, end):
+        """HOST[@AFTER[+FOR]]: begin(host) now or AFTER s from now, end(host)
+        FOR s later."""
         m = re.match(r"^([^@]+)(?:@(\d+(?:\.\d+)?))?(?:\+(\d+(?:\.\d+)?))?$", spec)
         if not m or m.group(1) not in self.hosts:
-            raise SystemExit("pve-sim: bad --host-offline %r" % spec)
+            raise SystemExit("pve-sim: bad %s %r" % (flag, spec))
         host, after, dur = m.group(1), float(m.group(2) or 0), m.group(3)
-        mode = self.opts.host_offline_mode
 
         def go():
-            self.set_offline(host, mode)
+            begin(host)
             if dur is not None:
-                self.sched.call_later(float(dur), self.set_online, host)
+                self.sched.call_later(float(dur), end, host)
         if after <= 0:
             go()
         else:
             self.sched.call_later(after, go)
+
+    def _schedule_offline(self, spec):
+        mode = self.opts.host_offline_mode
+        self._host_schedule("--host-offline", spec,
+                            lambda h: self.set_offline(h, mode), self.set_online)
+
+    def _schedule_maintenance(self, spec):
+        self._host_schedule("--host-maintenance", spec,
+                            lambda h: self.set_maintenance(h, True),
+                            lambda h: self.set_maintenance(h, False))
+
+    # ------------------------------------------------------- HA maintenance
+    def set_maintenance(self, name, enable):
+        """ha-manager crm-command node-maintenance enable|disable NAME, as
+        the CRM carries it out (pve-ha-manager Manager.pm): enabling needs
+        the node online in the CRM's view, disabling needs it in
+        maintenance; otherwise the command is logged and ignored. The
+        LRM's mode stays "maintenance" while the node is down. Returns a
+        note when ignored. HA-managed VMs are not migrated away (no
+        migration here)."""
+        h = self.hosts[name]
+        self.ha_used = True
+        if enable:
+            if h.maintenance:
+                return "ignoring crm command - node %s is already in maintenance state" % name
+            if not h.online:
+                return "crm command error - node not online: enable-node-maintenance %s" % name
+            h.maintenance = True
+            self.stats["host_maintenance"] += 1
+            return None
+        if not h.maintenance:
+            return "crm command 'disable-node-maintenance' error - node not in maintenance mode"
+        h.maintenance = False
+        return None
+
+    def ha_active(self):
+        return self.ha_used or any(vm.ha for vm in self.vms.values())
+
+    def ha_node_state(self, h):
+        """The CRM's node state (NodeStatus.pm): maintenance (also while the
+        node is down, its LRM mode stays), online, else unknown."""
+        if h.maintenance:
+            return "maintenance"
+        return "online" if h.online else "unknown"
+
+    def ha_status_current(self):
+        """GET /cluster/ha/status/current (pve-ha-manager API2/HA/Status.pm):
+        quorum, then - once the HA stack keeps a status - master, one lrm
+        entry per node and the services. An lrm status reads "NODE
+        (maintenance mode, TIME)" for a node in maintenance; PVE 9 adds the
+        watchdog state: "NODE (maintenance mode, watchdog standby, TIME)"."""
+        now = time.time()
+        quorate = self.quorate()
+        out = [{"id": "quorum", "type": "quorum", "node": self.entry,
+                "status": "OK" if quorate else "No quorum on node '%s'!" % self.entry,
+                "quorate": 1 if quorate else 0}]
+        if not self.ha_active():
+            return out
+        master = next((h.name for h in self.hosts.values() if h.online), self.entry)
+        out.append({"id": "master", "type": "master", "node": master,
+                    "status": "%s (active, %s)" % (master, time.ctime(now)),
+                    "timestamp": int(now)})
+        for h in sorted(self.hosts.values(), key=lambda x: x.name):
+            active = any(vm.ha and vm.running and vm.node == h.name
+                         for vm in self.vms.values())
+            ts = int(now) if h.online else int(h.offline_since or self.started_at)
+            if h.maintenance:
+                st = "maintenance mode"
+            elif not h.online:
+                st = "old timestamp - dead?"
+            else:
+                st = "active" if active else "idle"
+            parts = [st]
+            if self.opts.pve_version >= 9:
+                parts.append("watchdog active" if h.online and active
+                             else "watchdog standby")
+            parts.append(time.ctime(ts))
+            out.append({"id": "lrm:%s" % h.name, "type": "lrm", "node": h.name,
+                        "status": "%s (%s)" % (h.name, ", ".join(parts)),
+                        "timestamp": ts})
+        for vm in sorted(self.vms.values(), key=lambda v: v.vmid):
+            if not vm.ha:
+                continue
+            sid = "vm:%d" % vm.vmid
+            st = "started" if vm.running else "stopped"
+            out.append({"id": "service:" + sid, "type": "service", "sid": sid,
+                        "node": vm.node, "crm_state": st, "state": st,
+                        "status": "%s (%s, %s)" % (sid, vm.node, st),
+                        "request_state": "started", "max_restart": 1,
+                        "max_relocate": 1, "failback": 1})
+        return out
 
     def set_offline(self, name, mode="crash"):
         h = self.hosts[name]
@@ -283,6 +381,7 @@ class Sim:
             return
         h.online = False
         h.mode = mode
+        h.offline_since = time.time()
         self.stats["host_offline"] += 1
         if mode == "crash":
             for vm in self.vms.values():
@@ -1226,6 +1325,10 @@ class Sim:
         if not h.online:
             e["status"] = "offline"
         e["cgroup-mode"] = 2
+        # pve-manager 8.3+ (Cluster.pm resources): the CRM's node state,
+        # while the HA stack keeps one.
+        if not self.opts.no_node_hastate and self.ha_active():
+            e["hastate"] = self.ha_node_state(h)
         return e
 
     def nodes_list(self, token):
@@ -1233,6 +1336,7 @@ class Sim:
         for h in self.hosts.values():
             e = self._node_entry(h, exclude_stats=not self.has(token, "Sys.Audit"))
             e.pop("cgroup-mode", None)
+            e.pop("hastate", None)
             e["ssl_fingerprint"] = self.fingerprint
             out.append(e)
         return out

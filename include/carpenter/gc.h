@@ -11,7 +11,9 @@
  *                first list that shows it so; still unowned after the
  *                grace period (5 minutes by default) it is deleted through
  *                the provider, guarded by its own NodeClaim UID. Counted in
- *                carpenter_garbage_collected_vms_total{region}.
+ *                carpenter_garbage_collected_vms_total{region}. One on an
+ *                offline host (the delete's reason HostOffline) is kept
+ *                and tried again at each sweep until the host is back.
  *   Lost VMs     a Launched NodeClaim, not being deleted, whose VM is not
  *                in the list and whose Node is absent or NotReady, is
  *                deleted (reason garbage_collected) when it is Registered

@@ -22,7 +22,9 @@
  *                                fits the VM; the NodeClaim is deleted and
  *                                its pods tried again elsewhere.
  *   CARP_ENODECLASS_NOT_READY    NodeClassNotReadyError.
- *   CARP_ENOTFOUND               NodeClaimNotFoundError: the VM is gone.
+ *   CARP_ENOTFOUND               NodeClaimNotFoundError: the VM is gone
+ *                                (delete: or out of reach on an offline
+ *                                host, see carp_provider_done_cb).
  *   carp_provider_error_transient() true: retry later (network, 5xx,
  *                                locks, timeouts).
  *   anything else from create    CreateError: struct carp_provider_error
@@ -64,8 +66,13 @@ struct carp_nodeclass;
 #define CARP_REASON_LAUNCH_FAILED          "LaunchFailed"
 
 /* Drift reasons from carp_provider_is_drifted ("" when not drifted). */
-#define CARP_DRIFT_NODECLASS "NodeClassDrifted"
-#define CARP_DRIFT_TEMPLATE  "TemplateDrifted"
+#define CARP_DRIFT_NODECLASS        "NodeClassDrifted"
+#define CARP_DRIFT_TEMPLATE         "TemplateDrifted"
+#define CARP_DRIFT_HOST_MAINTENANCE "HostMaintenance"
+
+/* The reason of a delete that answers CARP_ENOTFOUND because the VM's host
+ * is offline (the VM may still exist; see carp_provider_done_cb). */
+#define CARP_REASON_HOST_OFFLINE "HostOffline"
 
 /* A failed call: the code, the condition reason and a human message. */
 struct carp_provider_error {
@@ -194,7 +201,11 @@ typedef void (*carp_provider_create_cb)(
     int status, const struct carp_provider_instance *inst,
     const struct carp_provider_error *err, void *arg);
 /* Delete: 0 = the VM was deleted by this call, CARP_ENOTFOUND = it is
- * gone (the lifecycle controller repeats delete until it sees this). */
+ * gone (the lifecycle controller repeats delete until it sees this), or it
+ * cannot be reached because its host (zone) is offline: then err->reason
+ * is CARP_REASON_HOST_OFFLINE. Its NodeClaim may go all the same - the node
+ * went with the host - and the VM, which no NodeClaim owns any more, is
+ * left to the garbage collector's sweep once the host is back. */
 typedef void (*carp_provider_done_cb)(int status,
                                       const struct carp_provider_error *err,
                                       void *arg);
@@ -204,12 +215,43 @@ typedef void (*carp_provider_get_cb)(int status,
                                      void *arg);
 /* List: every VM this cluster manages in every region that answered;
  * err->code is nonzero when a region failed (its VMs are then missing,
- * and a garbage collector must not act on the result). */
+ * and a garbage collector must not act on the result). VMs on an offline
+ * host are listed too (status "unknown"; the description's fields only
+ * when they were read before the host went away). */
 typedef void (*carp_provider_list_cb)(int status,
                                       const struct carp_provider_instance *v,
                                       size_t n,
                                       const struct carp_provider_error *err,
                                       void *arg);
+
+/* --- host (zone) state
+ * --------------------------------------------------------
+ */
+
+/* What the provider's last view of a zone (a Proxmox host) says. A zone in
+ * maintenance or offline gets no new VM and offers nothing to the
+ * scheduler; VMs in maintenance are drifted (CARP_DRIFT_HOST_MAINTENANCE);
+ * an offline zone's NodeClaims are replaced once it has been offline for
+ * --host-offline-toleration (the nodeclaim.interruption controller). */
+enum carp_zone_state {
+  CARP_ZONE_UNKNOWN = 0, /* the provider cannot tell: its view of the region
+                            failed or is not there yet, or the host's own
+                            status is unknown */
+  CARP_ZONE_READY,
+  CARP_ZONE_MAINTENANCE, /* up, but being emptied (Proxmox HA maintenance) */
+  CARP_ZONE_OFFLINE,     /* down (before maintenance when both hold) */
+};
+
+struct carp_provider_zone_status {
+  enum carp_zone_state state;
+  /* Wall-clock ms since when the provider has seen the zone in this state
+   * (the first view that showed it; a provider restart starts over); 0
+   * for CARP_ZONE_UNKNOWN. */
+  int64_t since_ms;
+};
+
+/* "Unknown", "Ready", "Maintenance", "Offline". */
+const char *carp_zone_state_name(enum carp_zone_state s);
 
 /* --- the vtable --------------------------------------------------------------
  */
@@ -237,6 +279,11 @@ struct carp_provider_ops {
   /* Synchronous: *reason is "" or a drift reason (static string). */
   int (*is_drifted)(struct carp_provider *p, const struct carp_nodeclaim *claim,
                     const struct carp_nodeclass *nc, const char **reason);
+  /* Synchronous, from the provider's cached view: the zone's state, or
+   * CARP_ENOENT for a region or zone it does not know. NULL: every zone is
+   * CARP_ZONE_UNKNOWN. */
+  int (*zone_status)(struct carp_provider *p, const char *region,
+                     const char *zone, struct carp_provider_zone_status *out);
   void (*cancel)(struct carp_provider *p, struct carp_provider_op *op);
   /* Cancels everything pending (callbacks get CARP_ECANCELED), releases
    * every handle, then calls cb (if not NULL) from the loop. */
@@ -276,6 +323,11 @@ int carp_provider_is_drifted(struct carp_provider *p, const char *controller,
                              const struct carp_nodeclaim *claim,
                              const struct carp_nodeclass *nc,
                              const char **reason);
+/* Fills *out (CARP_ZONE_UNKNOWN when the provider cannot tell); returns 0
+ * or CARP_ENOENT (unknown region or zone; *out is then UNKNOWN too). */
+int carp_provider_zone_status(struct carp_provider *p, const char *region,
+                              const char *zone,
+                              struct carp_provider_zone_status *out);
 /* Only while the call is pending (before its callback ran). */
 void carp_provider_cancel(struct carp_provider *p, struct carp_provider_op *op);
 void carp_provider_close(struct carp_provider *p, void (*cb)(void *arg),
@@ -306,6 +358,12 @@ void carp_provider_id_format(const char *region, int64_t vmid, char *out,
 int carp_provider_vm_annotation_parse(const char *value, char *region,
                                       size_t region_size, char *zone,
                                       size_t zone_size, int64_t *vmid);
+
+/* The zone a NodeClaim's VM was placed in: its zone label with the region
+ * label (else the providerID's region), else the write-ahead annotation
+ * CARP_ANN_VM (a launch that never finished). 1 when found, else 0. */
+int carp_provider_claim_zone(const struct carp_nodeclaim *nc, char *region,
+                             size_t region_size, char *zone, size_t zone_size);
 
 /* Whether a value of key is allowed by every requirement on that key
  * (In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte; value NULL means the
@@ -355,9 +413,21 @@ void carp_fake_provider_set_capacity(struct carp_provider *p, const char *zone,
 void carp_fake_provider_set_ice(struct carp_provider *p, const char *type,
                                 const char *zone, int ice);
 /* Makes is_drifted answer reason ("" or NULL: not drifted) for a
- * NodeClaim name (NULL: every NodeClaim). */
+ * NodeClaim name (NULL: every NodeClaim). It wins over the zone's
+ * maintenance below. */
 void carp_fake_provider_set_drift(struct carp_provider *p,
                                   const char *nodeclaim, const char *reason);
+/* A zone's state as zone_status reports it, since now on the provider's
+ * clock (unchanged when the state is the same). Like the Proxmox provider:
+ * a zone in maintenance or offline gets no new instance and its offerings
+ * are unavailable; is_drifted answers CARP_DRIFT_HOST_MAINTENANCE for an
+ * instance in a zone in maintenance; delete of an instance in an offline
+ * zone answers CARP_ENOTFOUND with reason CARP_REASON_HOST_OFFLINE and
+ * leaves the instance (listed) until the zone is back. Unknown zone: no-op.
+ * Every zone starts CARP_ZONE_READY (since the provider's creation). */
+void carp_fake_provider_set_zone_state(struct carp_provider *p,
+                                       const char *zone,
+                                       enum carp_zone_state state);
 /* Adds a VM as if created outside the controller (orphan for GC tests);
  * returns its providerID in out. */
 int carp_fake_provider_add_instance(struct carp_provider *p, const char *name,

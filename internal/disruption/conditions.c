@@ -16,7 +16,8 @@
  * All go in one status write. A NodeClaim that is not quiet yet waits on
  * the clock for exactly the time left; drift is looked at again on every
  * change of the claim, its NodePool or its class, and every 5 minutes for
- * what only the provider sees (a template replaced in Proxmox). */
+ * what only the provider sees (a template replaced in Proxmox); a host's
+ * state (maintenance) every HOSTS_POLL_MS (hostwatch.c). */
 #include <string.h>
 
 #include "carpenter/alloc.h"
@@ -27,10 +28,15 @@
 
 #define POD_EVENT_DEDUPE_MS 5000
 #define DRIFT_RESYNC_MS     (5 * 60 * 1000)
+#define HOSTS_POLL_MS       (5 * 1000)
+/* The key of the host poll: not a NodeClaim name (DNS subdomains have no
+ * '~'). */
+#define HOSTS_KEY "~hosts"
 
 struct claim_conditions {
   struct carp_controller base;
   int64_t active_since;
+  struct carp_map hosts; /* the host poll's last states */
 };
 
 #define CC(c) carp_container_of(c, struct claim_conditions, base)
@@ -102,6 +108,11 @@ static void reconcile(struct carp_controller *c, const char *key)
   uint64_t after = 0;
   int changed, want;
 
+  if (!strcmp(key, HOSTS_KEY)) {
+    carp__dis_hosts_poll(c, &cc->hosts);
+    carp_controller_done(c, key, CARP_RECONCILE_REQUEUE_AFTER, HOSTS_POLL_MS);
+    return;
+  }
   if (!nc || nc->meta.deletion_ms || !carp__dis_managed(nc)) {
     carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
     return;
@@ -227,6 +238,8 @@ static void activated(struct carp_controller *c)
   if (!CC(c)->active_since)
     CC(c)->active_since = carp_controller_now(c);
   carp_controller_enqueue_all(c, c->env.cluster->nodeclaims);
+  if (c->env.provider)
+    carp_controller_enqueue(c, HOSTS_KEY);
 }
 
 static void deactivated(struct carp_controller *c)
@@ -236,6 +249,7 @@ static void deactivated(struct carp_controller *c)
 
 static void cc_free(struct carp_controller *c)
 {
+  carp__dis_hosts_free(&CC(c)->hosts);
   carp_free(CC(c));
 }
 
@@ -257,8 +271,10 @@ int carp_disruption_conditions_new(const struct carp_controller_env *env,
   if (!env || !out)
     return CARP_EINVAL;
   cc = CARP_NEW(struct claim_conditions);
+  carp_map_init(&cc->hosts);
   rc = carp_controller_init(&cc->base, env, &conditions_def);
   if (rc) {
+    carp_map_free(&cc->hosts);
     carp_free(cc);
     return rc;
   }

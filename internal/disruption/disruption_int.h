@@ -24,6 +24,7 @@
 #include "carpenter/cluster.h"
 #include "carpenter/controller.h"
 #include "carpenter/disruption.h"
+#include "carpenter/map.h"
 #include "carpenter/nodepool.h"
 #include "carpenter/provider.h"
 
@@ -102,6 +103,11 @@ const char *carp__dis_drift_reason(const struct carp_cluster *c,
                                    struct carp_provider *provider,
                                    const struct carp_nodeclaim *nc,
                                    const struct carp_nodepool *np);
+/* Queues the NodeClaims of every host whose provider state (maintenance,
+ * offline, ready) changed since the last call; last holds the states seen
+ * (a carp_map, empty at first), freed by carp__dis_hosts_free. */
+void carp__dis_hosts_poll(struct carp_controller *c, struct carp_map *last);
+void carp__dis_hosts_free(struct carp_map *last);
 /* Karpenter's eviction cost of a pod: 1 + deletion cost / 2^27 + priority
  * / 2^25, within [-10, 10]. */
 double carp__dis_eviction_cost(const struct carp_pod *p);

@@ -36,7 +36,8 @@ struct leak {
   int64_t first_ms;
   struct carp_provider_op *del;
   int seen;
-  int dropped; /* out of the map: freed by the delete's callback */
+  int dropped;        /* out of the map: freed by the delete's callback */
+  int offline_logged; /* its delete found the host offline (said once) */
 };
 
 struct carp_gc {
@@ -90,7 +91,18 @@ static void on_vm_deleted(int status, const struct carp_provider_error *err,
   struct carp_gc *g = v->g;
   struct leak *l = v->l;
   l->del = NULL;
-  if (status == 0 || status == CARP_ENOTFOUND) {
+  if (status == CARP_ENOTFOUND && err &&
+      !strcmp(err->reason, CARP_REASON_HOST_OFFLINE)) {
+    /* Out of reach on an offline host, not gone: kept, and deleted by the
+     * first sweep after the host is back. */
+    if (!l->offline_logged)
+      CARP_LOG_INFO("gc",
+                    "leaked VM is on an offline host; deleting it once "
+                    "the host is back",
+                    CARP_F_STR("providerID", l->provider_id),
+                    CARP_F_STR("message", err->message));
+    l->offline_logged = 1;
+  } else if (status == 0 || status == CARP_ENOTFOUND) {
     if (status == 0) {
       CARP_LOG_INFO(
           "gc", "deleted leaked VM", CARP_F_STR("providerID", l->provider_id),

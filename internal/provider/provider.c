@@ -21,6 +21,9 @@
 #include "carpenter/alloc.h"
 #include "carpenter/error.h"
 #include "carpenter/metrics.h"
+#include "carpenter/nodeclaim.h"
+#include "carpenter/object.h"
+#include "carpenter/scheduling.h"
 #include "carpenter/timeutil.h"
 
 struct call {
@@ -223,6 +226,41 @@ int carp_provider_is_drifted(struct carp_provider *p, const char *controller,
   return rc;
 }
 
+int carp_provider_zone_status(struct carp_provider *p, const char *region,
+                              const char *zone,
+                              struct carp_provider_zone_status *out)
+{
+  int rc;
+  if (!out)
+    return CARP_EINVAL;
+  memset(out, 0, sizeof(*out));
+  if (!p || !region || !zone)
+    return CARP_EINVAL;
+  if (!p->ops->zone_status)
+    return 0;
+  rc = p->ops->zone_status(p, region, zone, out);
+  if (rc || out->state == CARP_ZONE_UNKNOWN)
+    out->since_ms = 0;
+  if (rc)
+    out->state = CARP_ZONE_UNKNOWN;
+  return rc;
+}
+
+const char *carp_zone_state_name(enum carp_zone_state s)
+{
+  switch (s) {
+  case CARP_ZONE_READY:
+    return "Ready";
+  case CARP_ZONE_MAINTENANCE:
+    return "Maintenance";
+  case CARP_ZONE_OFFLINE:
+    return "Offline";
+  case CARP_ZONE_UNKNOWN:
+    break;
+  }
+  return "Unknown";
+}
+
 void carp_provider_cancel(struct carp_provider *p, struct carp_provider_op *op)
 {
   if (p && op)
@@ -368,6 +406,25 @@ int carp_provider_vm_annotation_parse(const char *value, char *region,
   memcpy(zone, s1 + 1, zlen);
   zone[zlen] = '\0';
   return 0;
+}
+
+int carp_provider_claim_zone(const struct carp_nodeclaim *nc, char *region,
+                             size_t region_size, char *zone, size_t zone_size)
+{
+  const char *r = carp_kvset_get(nc->meta.labels, CARP_LABEL_REGION);
+  const char *z = carp_kvset_get(nc->meta.labels, CARP_LABEL_ZONE);
+  const char *ann = carp_kvset_get(nc->meta.annotations, CARP_ANN_VM);
+  int64_t vmid;
+  if (z && (r || (nc->status.provider_id &&
+                  !carp_provider_id_parse(nc->status.provider_id, region,
+                                          region_size, &vmid)))) {
+    if (r)
+      snprintf(region, region_size, "%s", r);
+    snprintf(zone, zone_size, "%s", z);
+    return 1;
+  }
+  return ann && !carp_provider_vm_annotation_parse(ann, region, region_size,
+                                                   zone, zone_size, &vmid);
 }
 
 /* --- requirements ------------------------------------------------------- */

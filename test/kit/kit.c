@@ -404,6 +404,12 @@ void kit_nodepool(struct kit *k, const char *name, const char *extra_spec)
 void kit_node_up(struct kit *k, const char *name, const char *pool,
                  const char *type)
 {
+  kit_node_up_in(k, name, pool, type, "zone-a");
+}
+
+void kit_node_up_in(struct kit *k, const char *name, const char *pool,
+                    const char *type, const char *zone)
+{
   const struct carp_fake_instance_type *it =
       carp_fake_provider_type(k->provider, type);
   char ts[CARP_RFC3339_LEN], pid[128], res[160];
@@ -415,13 +421,13 @@ void kit_node_up(struct kit *k, const char *name, const char *pool,
   uid = kit_str(k, "NodeClaim", name, "metadata", "uid", NULL);
   assert_non_null(uid);
   assert_int_equal(carp_fake_provider_add_instance(k->provider, name, uid, type,
-                                                   "zone-a", pid, sizeof(pid)),
+                                                   zone, pid, sizeof(pid)),
                    0);
   kit_patch(k, "NodeClaim", name,
             "{metadata: {labels: {karpenter.sh/nodepool: %s,"
             "   node.kubernetes.io/instance-type: %s,"
             "   karpenter.sh/capacity-type: on-demand,"
-            "   topology.kubernetes.io/zone: zone-a,"
+            "   topology.kubernetes.io/zone: %s,"
             "   karpenter.sh/registered: 'true', karpenter.sh/initialized: "
             "'true'}},"
             " status: {providerID: '%s', nodeName: %s, imageID: template,"
@@ -437,13 +443,13 @@ void kit_node_up(struct kit *k, const char *name, const char *pool,
             "  lastTransitionTime: '%s'},"
             " {type: Ready, status: 'True', reason: Ready, message: '',"
             "  lastTransitionTime: '%s'}]}}",
-            pool, type, pid, name, res, res, ts, ts, ts, ts);
+            pool, type, zone, pid, name, res, res, ts, ts, ts, ts);
   kit_apply(k,
             "{apiVersion: v1, kind: Node, metadata: {name: %s,"
             "  labels: {karpenter.sh/nodepool: %s, "
             "node.kubernetes.io/instance-type: %s,"
             "   karpenter.sh/capacity-type: on-demand, "
-            "topology.kubernetes.io/zone: zone-a,"
+            "topology.kubernetes.io/zone: %s,"
             "   kubernetes.io/hostname: %s, karpenter.sh/registered: 'true',"
             "   karpenter.sh/initialized: 'true'},"
             "  finalizers: [karpenter.sh/termination]},"
@@ -452,11 +458,17 @@ void kit_node_up(struct kit *k, const char *name, const char *pool,
             "  conditions: [{type: Ready, status: 'True', reason: KubeletReady,"
             "   message: '', lastTransitionTime: '%s', lastHeartbeatTime: "
             "'%s'}]}}",
-            name, pool, type, name, pid, res, res, ts, ts);
+            name, pool, type, zone, name, pid, res, res, ts, ts);
 }
 
 void kit_node(struct kit *k, const char *name, const char *pool,
               const char *type)
+{
+  kit_node_in(k, name, pool, type, "zone-a");
+}
+
+void kit_node_in(struct kit *k, const char *name, const char *pool,
+                 const char *type, const char *zone)
 {
   kit_apply(k,
             "{apiVersion: karpenter.sh/v1, kind: NodeClaim, metadata: {name: "
@@ -466,7 +478,7 @@ void kit_node(struct kit *k, const char *name, const char *pool,
             "ProxmoxNodeClass,"
             "  name: default}, requirements: []}}",
             name, pool);
-  kit_node_up(k, name, pool, type);
+  kit_node_up_in(k, name, pool, type, zone);
 }
 
 void kit_claim_up(struct kit *k, const char *claim, const char *pool)

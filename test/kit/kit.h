@@ -115,6 +115,11 @@ void kit_node(struct kit *k, const char *name, const char *pool,
  * Ready Node and VM. */
 void kit_node_up(struct kit *k, const char *name, const char *pool,
                  const char *type);
+/* The same in a zone of the fake provider (the two above: zone-a). */
+void kit_node_in(struct kit *k, const char *name, const char *pool,
+                 const char *type, const char *zone);
+void kit_node_up_in(struct kit *k, const char *name, const char *pool,
+                    const char *type, const char *zone);
 /* Does what the lifecycle controller and the kubelet would for a NodeClaim
  * another controller created: up on the first instance type its
  * requirements allow. */

@@ -1,6 +1,8 @@
 """pve-sim faults, one flag each: failed clones, hung tasks (and stopping
 them), 500s before and after acting, slow answers, hosts going offline
-(crash and partition), quorum loss, and the token without privileges."""
+(crash and partition; clones onto an offline host), HA node maintenance
+(in /cluster/resources and /cluster/ha/status/current, with and without
+PVE 8.3's node hastate), quorum loss, and the token without privileges."""
 
 import time
 import urllib.parse
@@ -140,6 +142,115 @@ class HostOffline(SimCase):
             self.assertEqual(cs[0]["quorate"], 0)
         finally:
             self.sim.ctl("POST", "/hosts/pve2/online")
+
+
+class OfflineClone(SimCase):
+    """Where a clone onto an offline host fails, as qemu-server has it:
+    the clone call itself is proxied to the source's node (595 when that is
+    down), a target is only checked to be a cluster member
+    (check_node_exists), so the VM lands there and its start is what fails."""
+
+    def test_clone_onto_offline_host(self):
+        self.sim.ctl("POST", "/hosts/pve3/offline")
+        self.addCleanup(self.sim.ctl, "POST", "/hosts/pve3/online")
+        # A per-host template on pve3: the call cannot reach pve3.
+        r = self.sim.post("/nodes/pve3/qemu/9000/clone", newid="440")
+        self.assertEqual((r.status, r.reason), (595, "No route to host"))
+        self.assertNotIn(440, [v["vmid"] for v in self.sim.ctl("GET", "/vms")])
+        # A shared template cloned from pve1 with target pve3: accepted.
+        self.sim.clone(441, src=9001, target="pve3")
+        self.assertEqual(self.sim.vm(441)["node"], "pve3")
+        r = self.sim.post("/nodes/pve3/qemu/441/status/start")
+        self.assertEqual(r.status, 595)
+        self.sim.ctl("POST", "/hosts/pve3/online")
+        self.sim.run_task(self.sim.post("/nodes/pve3/qemu/441/status/start"))
+        self.sim.run_task(self.sim.post("/nodes/pve3/qemu/441/status/stop"))
+        self.sim.run_task(self.sim.delete("/nodes/pve3/qemu/441"))
+
+
+def ha_entries(sim, kind):
+    return [e for e in sim.ok(sim.get("/cluster/ha/status/current"))
+            if e["type"] == kind]
+
+
+def node_hastate(sim):
+    return {e["node"]: e.get("hastate")
+            for e in sim.ok(sim.get("/cluster/resources", type="node"))}
+
+
+class Maintenance(SimCase):
+    def test_maintenance_on_and_off(self):
+        # HA never used: no node status anywhere, only the quorum entry.
+        self.assertEqual(node_hastate(self.sim),
+                         {"pve1": None, "pve2": None, "pve3": None})
+        self.assertEqual([e["type"] for e in self.sim.ok(
+            self.sim.get("/cluster/ha/status/current"))], ["quorum"])
+        out = self.sim.ctl("POST", "/hosts/pve2/maintenance?enable=1")
+        self.addCleanup(self.sim.ctl, "POST", "/hosts/pve2/maintenance?enable=0")
+        self.assertEqual(out, {"host": "pve2", "maintenance": True})
+        self.assertEqual(node_hastate(self.sim),
+                         {"pve1": "online", "pve2": "maintenance", "pve3": "online"})
+        lrm = {e["node"]: e for e in ha_entries(self.sim, "lrm")}
+        self.assertEqual(sorted(lrm), ["pve1", "pve2", "pve3"])
+        self.assertTrue(lrm["pve2"]["status"].startswith("pve2 (maintenance mode, "),
+                        lrm["pve2"])
+        self.assertTrue(lrm["pve1"]["status"].startswith("pve1 (idle, "), lrm["pve1"])
+        self.assertEqual(lrm["pve2"]["id"], "lrm:pve2")
+        self.assertEqual(len(ha_entries(self.sim, "master")), 1)
+        # /nodes has no HA state; the host still takes clones and starts.
+        self.assertNotIn("hastate", self.sim.ok(self.sim.get("/nodes"))[0])
+        self.sim.clone(450, src=9001, target="pve2")
+        self.sim.run_task(self.sim.post("/nodes/pve2/qemu/450/status/start"))
+        self.sim.run_task(self.sim.post("/nodes/pve2/qemu/450/status/stop"))
+        self.sim.run_task(self.sim.delete("/nodes/pve2/qemu/450"))
+        # Enabling twice, or disabling a node not in maintenance, is ignored
+        # by the CRM.
+        out = self.sim.ctl("POST", "/hosts/pve2/maintenance?enable=1")
+        self.assertIn("already in maintenance", out["ignored"])
+        out = self.sim.ctl("POST", "/hosts/pve3/maintenance?enable=0")
+        self.assertIn("not in maintenance", out["ignored"])
+        # Down while in maintenance: still in maintenance (the LRM's mode).
+        self.sim.ctl("POST", "/hosts/pve2/offline")
+        self.assertEqual(node_hastate(self.sim)["pve2"], "maintenance")
+        self.sim.ctl("POST", "/hosts/pve2/online")
+        self.assertEqual(self.sim.ctl("POST", "/hosts/pve2/maintenance?enable=0"),
+                         {"host": "pve2", "maintenance": False})
+        self.assertEqual(node_hastate(self.sim)["pve2"], "online")
+        lrm = {e["node"]: e for e in ha_entries(self.sim, "lrm")}
+        self.assertNotIn("maintenance", lrm["pve2"]["status"])
+        # Not online: the CRM refuses to start maintenance.
+        self.sim.ctl("POST", "/hosts/pve3/offline")
+        try:
+            out = self.sim.ctl("POST", "/hosts/pve3/maintenance?enable=1")
+            self.assertIn("node not online", out["ignored"])
+            self.assertFalse(out["maintenance"])
+            self.assertEqual(node_hastate(self.sim)["pve3"], "unknown")
+            lrm = {e["node"]: e for e in ha_entries(self.sim, "lrm")}
+            self.assertIn("old timestamp - dead?", lrm["pve3"]["status"])
+        finally:
+            self.sim.ctl("POST", "/hosts/pve3/online")
+        self.assertEqual(self.sim.ctl("POST", "/hosts/pve9/maintenance"),
+                         {"error": "no host pve9"})
+        self.assertIn("error", self.sim.ctl("POST", "/hosts/pve1/maintenance?enable=yes"))
+
+    def test_needs_sys_audit(self):
+        r = self.sim.api("GET", "/cluster/ha/status/current", token=self.sim.noperm)
+        self.assertEqual(r.status, 403)
+
+
+class MaintenanceOldPve(SimCase):
+    """PVE before 8.3: maintenance shows only in the HA status; PVE 9's lrm
+    status text names the watchdog too."""
+    sim_args = ("--no-node-hastate", "--pve-version", "9",
+                "--host-maintenance", "pve3")
+
+    def test_only_in_ha_status(self):
+        self.assertEqual(node_hastate(self.sim),
+                         {"pve1": None, "pve2": None, "pve3": None})
+        lrm = {e["node"]: e["status"] for e in ha_entries(self.sim, "lrm")}
+        self.assertTrue(lrm["pve3"].startswith("pve3 (maintenance mode, watchdog standby, "),
+                        lrm["pve3"])
+        self.assertTrue(lrm["pve1"].startswith("pve1 (idle, watchdog standby, "), lrm["pve1"])
 
 
 class NoPermToken(SimCase):

@@ -24,14 +24,22 @@
   "labels: {app: web}, ownerReferences: [{apiVersion: apps/v1, kind: "         \
   "ReplicaSet, name: web, uid: u-rs, controller: true}]"
 
-static void setup(struct kit *k, const char *pool_spec)
+static const char *const two_zones[] = {"zone-a", "zone-b", NULL};
+
+/* zones: the fake provider's (NULL: zone-a alone). */
+static void setup_in(struct kit *k, const char *pool_spec,
+                     const char *const *zones)
 {
   struct carp_disruption_options o = {.poll_interval_ms = POLL,
                                       .validation_delay_ms = 15 * SEC,
                                       .command_timeout_ms = 600 * SEC};
   struct carp_nodepool_controller_options no = {.debounce_ms = 100};
+  struct carp_fake_provider_options po;
+  struct kit_options ko = {.provider = &po};
   struct carp_controller *c;
-  kit_init(k, NULL);
+  memset(&po, 0, sizeof(po));
+  po.zones = zones;
+  kit_init(k, zones ? &ko : NULL);
   assert_int_equal(carp_disruption_new(&k->env, &o, &c), 0);
   kit_add(k, c);
   assert_int_equal(carp_disruption_conditions_new(&k->env, &c), 0);
@@ -41,6 +49,11 @@ static void setup(struct kit *k, const char *pool_spec)
   kit_add(k, c);
   kit_nodeclass(k, "default");
   kit_nodepool(k, "default", pool_spec);
+}
+
+static void setup(struct kit *k, const char *pool_spec)
+{
+  setup_in(k, pool_spec, NULL);
 }
 
 static const char *drifted(struct kit *k, const char *claim)
@@ -189,6 +202,35 @@ static void test_busy_drifted_node_replaced_first_one_at_a_time(void **state)
   kit_close(&k);
 }
 
+/* A host put in maintenance: no Kubernetes event says so, yet its nodes
+ * drift within seconds (the host poll), not at the 5-minute resync; the
+ * other host's do not; out of maintenance, the condition goes. */
+static void test_host_maintenance_drifts_its_nodes_only(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup_in(&k, "disruption: {consolidateAfter: Never, budgets: [{nodes: '0'}]}",
+           two_zones);
+  kit_node_in(&k, "a", "default", "c1.2VCPU-4GB", "zone-a");
+  kit_node_in(&k, "b", "default", "c1.2VCPU-4GB", "zone-b");
+  kit_start(&k);
+  kit_advance(&k, 15 * SEC);
+  assert_null(drifted(&k, "a"));
+  carp_fake_provider_set_zone_state(k.provider, "zone-a",
+                                    CARP_ZONE_MAINTENANCE);
+  kit_advance(&k, 6 * SEC);
+  assert_string_equal(drifted(&k, "a"), "HostMaintenance");
+  assert_null(drifted(&k, "b"));
+  carp_fake_provider_set_zone_state(k.provider, "zone-a", CARP_ZONE_READY);
+  kit_advance(&k, 6 * SEC);
+  assert_null(drifted(&k, "a"));
+  /* Offline is the interruption controller's: not drift. */
+  carp_fake_provider_set_zone_state(k.provider, "zone-b", CARP_ZONE_OFFLINE);
+  kit_advance(&k, 6 * SEC);
+  assert_null(drifted(&k, "b"));
+  kit_close(&k);
+}
+
 static void test_unlaunched_claim_never_drifts(void **state)
 {
   struct kit k;
@@ -212,6 +254,7 @@ int main(void)
       cmocka_unit_test(test_requirements_and_provider_drift),
       cmocka_unit_test(test_empty_drifted_nodes_go_at_once),
       cmocka_unit_test(test_busy_drifted_node_replaced_first_one_at_a_time),
+      cmocka_unit_test(test_host_maintenance_drifts_its_nodes_only),
       cmocka_unit_test(test_unlaunched_claim_never_drifts),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

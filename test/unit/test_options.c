@@ -64,6 +64,7 @@ static const char *const env_vars[] = {
     "NODE_REPAIR",
     "NODE_REPAIR_TOLERATION",
     "NODE_REPAIR_MAX_UNHEALTHY",
+    "HOST_OFFLINE_TOLERATION",
 };
 
 static int clear_env(void **state)
@@ -105,6 +106,7 @@ static void test_defaults(void **state)
   assert_int_equal(o.node_repair, 1);
   assert_int_equal(o.node_repair_toleration_ms, 1800000);
   assert_int_equal(o.node_repair_max_unhealthy, 20);
+  assert_int_equal(o.host_offline_toleration_ms, 300000);
   assert_string_equal(err_text, "");
   release(&o);
 }
@@ -146,11 +148,13 @@ static void test_env_and_flags(void **state)
                      "--gc-interval=3s"};
     setenv("GC_LEAKED_VM_GRACE", "45s", 1);
     setenv("GC_INTERVAL", "1m", 1);
+    setenv("HOST_OFFLINE_TOLERATION", "90s", 1);
     assert_int_equal(parse(&o, 5, argv3), CARP_OPTIONS_RUN);
     assert_int_equal(o.disruption_poll_ms, 1000);
     assert_int_equal(o.disruption_validation_ms, 500);
     assert_int_equal(o.gc_interval_ms, 3000);         /* flag beats env */
     assert_int_equal(o.gc_leaked_vm_grace_ms, 45000); /* env beats default */
+    assert_int_equal(o.host_offline_toleration_ms, 90000);
     release(&o);
     clear_env(state);
   }
@@ -242,6 +246,10 @@ static void test_bad_flags(void **state)
       {"--node-repair-max-unhealthy=x%",
        "for flag --node-repair-max-unhealthy"},
       {"--gc-leaked-vm-grace=-5m", "for flag --gc-leaked-vm-grace"},
+      {"--host-offline-toleration=0s",
+       "for flag --host-offline-toleration: want a duration greater than 0"},
+      {"--host-offline-toleration=later",
+       "for flag --host-offline-toleration: want a duration"},
       {"--metrics-bind-address=:8080",
        "for flag --metrics-bind-address: want an IP address"},
       {"--health-probe-bind-address=localhost",
@@ -308,6 +316,7 @@ static void test_help_and_version(void **state)
       "--disruption-validation-delay",
       "--gc-interval",
       "--gc-leaked-vm-grace",
+      "--host-offline-toleration",
       "--help",
       "--version",
   };

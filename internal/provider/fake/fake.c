@@ -9,7 +9,9 @@
  * (adoption: the same NodeClaim UID gets the same instance back), picks the
  * cheapest configured type and the first zone that its requirements allow
  * and that has room, answers InsufficientCapacity otherwise, and delete
- * answers NotFound once the instance is gone. Every asynchronous call ends
+ * answers NotFound once the instance is gone. Zones can be put in
+ * maintenance or offline, with the Proxmox provider's consequences
+ * (placement, offerings, drift, delete). Every asynchronous call ends
  * from a timer, never inside the start function. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -37,6 +39,8 @@ static const struct carp_fake_instance_type default_types[] = {
 struct fake_zone {
   char name[64];
   int64_t cpus, memory;
+  enum carp_zone_state state;
+  int64_t since_ms; /* wall ms on the provider's clock */
 };
 
 struct fake_vm {
@@ -157,11 +161,20 @@ static int ice_has(struct fake *f, const char *type, const char *zone)
   return 0;
 }
 
+static struct fake_zone *zone_find(struct fake *f, const char *name)
+{
+  size_t i;
+  for (i = 0; name && i < f->nzones; i++)
+    if (!strcmp(f->zones[i].name, name))
+      return &f->zones[i];
+  return NULL;
+}
+
 static int fits(struct fake *f, const struct fake_zone *z,
                 const struct carp_fake_instance_type *t)
 {
   int64_t cpu, mem;
-  if (ice_has(f, t->name, z->name))
+  if (z->state != CARP_ZONE_READY || ice_has(f, t->name, z->name))
     return 0;
   zone_used(f, z->name, &cpu, &mem);
   if (z->cpus && cpu + t->cpu > z->cpus)
@@ -440,6 +453,13 @@ static void on_timer(struct carp_timer *t)
     for (pv = &f->vms; *pv; pv = &(*pv)->next)
       if (!strcmp((*pv)->inst.provider_id, op->provider_id) &&
           (!op->uid[0] || !strcmp((*pv)->inst.nodeclaim_uid, op->uid))) {
+        const struct fake_zone *z = zone_find(f, (*pv)->inst.zone);
+        if (z && z->state == CARP_ZONE_OFFLINE) {
+          carp_provider_error_set(&e, CARP_ENOTFOUND, CARP_REASON_HOST_OFFLINE,
+                                  "zone %s is offline", z->name);
+          finish(op, CARP_ENOTFOUND, &e);
+          return;
+        }
         v = *pv;
         *pv = v->next;
         carp_free(v);
@@ -614,11 +634,32 @@ static int v_is_drifted(struct carp_provider *p,
                         const struct carp_nodeclass *nc, const char **reason)
 {
   struct fake *f = F(p);
+  const struct fake_vm *v;
+  const struct fake_zone *z;
   (void)nc;
   *reason = "";
   if (f->drift_all ||
       (claim->meta.name && !strcmp(f->drift_claim, claim->meta.name)))
     *reason = f->drift_reason;
+  if (**reason || !claim->status.provider_id)
+    return 0;
+  v = vm_find(f, claim->status.provider_id);
+  z = v ? zone_find(f, v->inst.zone) : NULL;
+  if (z && z->state == CARP_ZONE_MAINTENANCE)
+    *reason = CARP_DRIFT_HOST_MAINTENANCE;
+  return 0;
+}
+
+static int v_zone_status(struct carp_provider *p, const char *region,
+                         const char *zone,
+                         struct carp_provider_zone_status *out)
+{
+  struct fake *f = F(p);
+  const struct fake_zone *z = zone_find(f, zone);
+  if (strcmp(region, f->region) != 0 || !z)
+    return CARP_ENOENT;
+  out->state = z->state;
+  out->since_ms = z->since_ms;
   return 0;
 }
 
@@ -666,6 +707,7 @@ static const struct carp_provider_ops fake_ops = {
     .list = v_list,
     .instance_types = v_instance_types,
     .is_drifted = v_is_drifted,
+    .zone_status = v_zone_status,
     .cancel = v_cancel,
     .close = v_close,
 };
@@ -697,6 +739,8 @@ int carp_fake_provider_new(uv_loop_t *loop,
   for (i = 0; i < f->nzones; i++) {
     f->zones[i].cpus = o ? o->host_cpus : 0;
     f->zones[i].memory = o ? o->host_memory : 0;
+    f->zones[i].state = CARP_ZONE_READY;
+    f->zones[i].since_ms = carp_clock_wall_ms(f->clock);
   }
   if (o && o->types && o->ntypes) {
     types = o->types;
@@ -739,6 +783,18 @@ void carp_fake_provider_fail(struct carp_provider *p, const char *method, int n,
   f->fail[m].err = err;
   snprintf(f->fail[m].reason, sizeof(f->fail[m].reason), "%s",
            reason ? reason : "");
+}
+
+void carp_fake_provider_set_zone_state(struct carp_provider *p,
+                                       const char *zone,
+                                       enum carp_zone_state state)
+{
+  struct fake *f = F(p);
+  struct fake_zone *z = zone_find(f, zone);
+  if (!z || z->state == state)
+    return;
+  z->state = state;
+  z->since_ms = carp_clock_wall_ms(f->clock);
 }
 
 void carp_fake_provider_set_capacity(struct carp_provider *p, const char *zone,

@@ -9,7 +9,8 @@
  * the class's defaults already applied. Keeping Kubernetes types out of
  * create.c keeps that code about Proxmox only. The results go the other
  * way too: capacity and allocatable of a created VM, the instance types
- * with their offerings, and drift (NodeClass hash, template). */
+ * with their offerings, and drift (a host in maintenance, NodeClass hash,
+ * template). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -517,6 +518,42 @@ int pve_instance_types(struct pve_provider *pp, const struct carp_nodeclass *nc,
   return 0;
 }
 
+/* The host the claim's VM is on now: found by VMID in the inventory (HA
+ * may have moved it), else the zone it was placed in. NULL when the
+ * region's view is failing or not there yet. */
+static const struct pve_host *claim_host(struct pve_provider *pp,
+                                         const struct carp_nodeclaim *claim)
+{
+  const char *ann = pve_claim_annotation(claim);
+  const char *pid = claim->status.provider_id;
+  const char *zone = carp_kvset_get(claim->meta.labels, CARP_LABEL_ZONE);
+  char region[64], aregion[64], azone[64];
+  int64_t vmid = 0, avmid = 0;
+  const struct pve_region *r;
+  const struct pve_guest *g;
+  if (!ann || carp_provider_vm_annotation_parse(ann, aregion, sizeof(aregion),
+                                                azone, sizeof(azone), &avmid))
+    ann = NULL;
+  if (pid && *pid) {
+    if (carp_provider_id_parse(pid, region, sizeof(region), &vmid))
+      return NULL;
+  } else if (ann) {
+    snprintf(region, sizeof(region), "%s", aregion);
+    vmid = avmid;
+  } else {
+    return NULL;
+  }
+  if (!zone && ann)
+    zone = azone;
+  r = pve_region_find(pp, region);
+  if (!r || r->status || !r->inv.fetched_ms)
+    return NULL;
+  g = pve_region_guest(r, vmid);
+  if (g)
+    zone = g->node;
+  return zone ? pve_region_host(r, zone) : NULL;
+}
+
 int pve_templates(struct pve_provider *pp, const struct carp_nodeclass *nc,
                   struct carp_nodeclass_template **out, size_t *n)
 {
@@ -578,6 +615,15 @@ int pve_is_drifted(struct pve_provider *pp, const struct carp_nodeclaim *claim,
   const char *slash;
 
   *reason = "";
+  /* A host in maintenance is being emptied: its VMs move as drift does,
+   * replacement first (hosts.c says where maintenance is read from). */
+  {
+    const struct pve_host *h = claim_host(pp, claim);
+    if (h && h->maintenance) {
+      *reason = CARP_DRIFT_HOST_MAINTENANCE;
+      return 0;
+    }
+  }
   if (hash && ver && nc->status.spec_hash &&
       !strcmp(ver, CARP_NODECLASS_HASH_VERSION) &&
       strcmp(hash, nc->status.spec_hash) != 0) {

@@ -8,8 +8,12 @@
  * (also drops HA and replication entries) and destroy-unreferenced-disks=1,
  * wait for that task, and remove the uploaded ISO. A VM that is not there
  * is CARP_ENOTFOUND, which is how the lifecycle controller knows it is
- * done: it calls delete until it sees that, as Karpenter does. Errors on
- * the way (a lock, a timeout) are reported for the next attempt; nothing is
+ * done: it calls delete until it sees that, as Karpenter does. So is a VM
+ * on a host the inventory shows offline (reason HostOffline): nothing can
+ * reach it there, its NodeClaim may go, and the garbage collector deletes
+ * the VM once the host is back (a host that only blipped answers 595 here
+ * until the inventory catches up, and the caller retries). Errors on the
+ * way (a lock, a timeout) are reported for the next attempt; nothing is
  * retried here. */
 #include <inttypes.h>
 #include <stdio.h>
@@ -51,12 +55,14 @@ static void on_free(struct pve_op *op)
   carp_free(D(op));
 }
 
-static void finish(struct pve_delete *d, int code, const char *reason_msg)
+static void finish_as(struct pve_delete *d, int code, const char *reason,
+                      const char *reason_msg)
 {
   struct carp_provider_error e;
   memset(&e, 0, sizeof(e));
   if (code) {
-    carp_provider_error_set(&e, code, "", "%s", reason_msg ? reason_msg : "");
+    carp_provider_error_set(&e, code, reason, "%s",
+                            reason_msg ? reason_msg : "");
     if (code != CARP_ENOTFOUND)
       CARP_LOG_WARN(PVE_LOG, "delete failed",
                     CARP_F_STR("region", d->region->name),
@@ -69,6 +75,11 @@ static void finish(struct pve_delete *d, int code, const char *reason_msg)
   }
   d->cb(code, code ? &e : NULL, d->arg);
   pve_op_done(&d->op);
+}
+
+static void finish(struct pve_delete *d, int code, const char *reason_msg)
+{
+  finish_as(d, code, "", reason_msg);
 }
 
 static void on_canceled(struct pve_op *op)
@@ -280,6 +291,7 @@ static void on_config(struct pve_op *op, const struct carp_pve_result *r)
 static void on_resources(struct pve_op *op, const struct carp_pve_result *r)
 {
   struct pve_delete *d = D(op);
+  const struct pve_host *host;
   size_t i, n;
   char path[256];
   if (r->err) {
@@ -299,6 +311,19 @@ static void on_resources(struct pve_op *op, const struct carp_pve_result *r)
     snprintf(d->node, sizeof(d->node), "%s", node ? node : "");
     snprintf(d->status, sizeof(d->status), "%s", st ? st : "");
     snprintf(d->lock, sizeof(d->lock), "%s", lock ? lock : "");
+    host = pve_region_host(d->region, d->node);
+    if (host && host->status == PVE_HOST_OFFLINE) {
+      char msg[256];
+      snprintf(msg, sizeof(msg),
+               "host %s is offline: the VM cannot be deleted now; the "
+               "garbage collector removes it once the host is back",
+               d->node);
+      CARP_LOG_WARN(PVE_LOG, "VM out of reach on an offline host",
+                    CARP_F_STR("region", d->region->name),
+                    CARP_F_STR("zone", d->node), CARP_F_INT("vmid", d->vmid));
+      finish_as(d, CARP_ENOTFOUND, CARP_REASON_HOST_OFFLINE, msg);
+      return;
+    }
     vm_path(d, path, sizeof(path), "/config");
     pve_op_call(op, d->region, "GET", path, NULL, 0, on_config);
     return;

@@ -7,8 +7,10 @@
  * description and the instance type from its SMBIOS sku, so each VM's
  * config is read once and cached by VMID until the VM leaves the listing.
  * A region that fails is reported in the error (and its VMs are missing),
- * so a garbage collector can tell "no VM" from "no answer". get() reads one
- * VM the same way, found by VMID wherever it runs now. */
+ * so a garbage collector can tell "no VM" from "no answer". A VM on a host
+ * the inventory shows offline is listed without reading its config (with
+ * what was read before, if anything). get() reads one VM the same way,
+ * found by VMID wherever it runs now. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,12 +177,24 @@ static void on_config(struct pve_op *op, const struct carp_pve_result *r)
 static void next_vm(struct pve_list *l)
 {
   struct pve_region *r = &l->op.pp->regions[l->ri];
+  const struct pve_host *h;
   char path[256];
   while (l->fi < l->nfound) {
     const struct found *f = &l->found[l->fi];
     struct pve_desc *d = desc_find(r, f->vmid);
     if (d && d->uid[0] && !l->get_vmid) {
       emit(l, r, f, d);
+      l->fi++;
+      continue;
+    }
+    if (!l->get_vmid && (h = pve_region_host(r, f->node)) &&
+        h->status == PVE_HOST_OFFLINE) {
+      /* Its config is out of reach until the host is back: list it as
+       * what we know, rather than fail the whole list (a garbage collector
+       * would then stop sweeping every host). */
+      struct pve_desc none;
+      memset(&none, 0, sizeof(none));
+      emit(l, r, f, d ? d : &none);
       l->fi++;
       continue;
     }

@@ -1,16 +1,16 @@
 /* instancetypes.c: offerings and placement - which (region, zone) can take
  * a VM of a given instance type now, and which one a create should use.
  *
- * A zone (Proxmox host) is usable for a NodeClass when it is online, its
- * region and name are allowed (NodeClass regions/zones, and for a create
- * the NodeClaim's topology requirements) and the template is available on
- * it. An offering is available when the host's free capacity (inventory.c)
- * fits the type and the (type, region, zone) is not in the
- * insufficient-capacity cache. Placement picks, for the cheapest type that
- * has any available offering, the host the NodeClass's strategy prefers:
- * Spread (fewest of this cluster's VMs, then most free memory), Pack
- * (least free memory that still fits) or LeastLoaded (most free memory,
- * then lowest CPU load); ties go by name so the choice is stable. When
+ * A zone (Proxmox host) is usable for a NodeClass when it is online and
+ * not in HA maintenance mode (hosts.c), its region and name are allowed
+ * (NodeClass regions/zones, and for a create the NodeClaim's topology
+ * requirements) and the template is available on it. An offering is available
+ * when the host's free capacity (inventory.c) fits the type and the (type,
+ * region, zone) is not in the insufficient-capacity cache. Placement picks, for
+ * the cheapest type that has any available offering, the host the NodeClass's
+ * strategy prefers: Spread (fewest of this cluster's VMs, then most free
+ * memory), Pack (least free memory that still fits) or LeastLoaded (most free
+ * memory, then lowest CPU load); ties go by name so the choice is stable. When
  * nothing fits, every offering that was eligible but full goes into the
  * cache, as Karpenter's providers do with unavailable offerings. */
 #include <stdio.h>
@@ -61,7 +61,7 @@ static const struct pve_guest *template_of(const struct pve_region *r,
 int pve_host_usable(const struct pve_region *r, const struct pve_vm_spec *s,
                     const struct pve_host *h)
 {
-  return h->online && template_of(r, s, h->name) != NULL;
+  return pve_host_open(h) && template_of(r, s, h->name) != NULL;
 }
 
 struct cand {
@@ -145,7 +145,7 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
         const struct pve_host *h = &r->inv.hosts[hi];
         if (only_zone && strcmp(h->name, only_zone) != 0)
           continue;
-        if (!h->online || !pve_zone_allowed(s, r->name, h->name))
+        if (!pve_host_open(h) || !pve_zone_allowed(s, r->name, h->name))
           continue;
         c.tmpl = template_of(r, s, h->name);
         if (!c.tmpl)
@@ -191,7 +191,8 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
       return region_err;
     }
     snprintf(msg, msg_size,
-             "no allowed host is online with a matching template%s%s",
+             "no allowed host is online, out of maintenance and has a "
+             "matching template%s%s",
              only_zone ? " in zone " : "", only_zone ? only_zone : "");
     return CARP_ENODECLASS_NOT_READY;
   }
@@ -207,8 +208,8 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
         continue;
       for (hi = 0; hi < r->inv.nhosts; hi++) {
         const struct pve_host *h = &r->inv.hosts[hi];
-        if ((only_zone && strcmp(h->name, only_zone) != 0) || !h->online ||
-            !pve_zone_allowed(s, r->name, h->name) ||
+        if ((only_zone && strcmp(h->name, only_zone) != 0) ||
+            !pve_host_open(h) || !pve_zone_allowed(s, r->name, h->name) ||
             !template_of(r, s, h->name))
           continue;
         if (!pve_ice_has(pp, t->name, r->name, h->name))
@@ -239,7 +240,7 @@ size_t pve_offerings(struct pve_provider *pp, const struct pve_vm_spec *s,
       const struct pve_host *h = &r->inv.hosts[hi];
       struct pve_capacity c;
       struct carp_provider_offering *o;
-      if (!h->online || !pve_zone_allowed(s, r->name, h->name) ||
+      if (!pve_host_open(h) || !pve_zone_allowed(s, r->name, h->name) ||
           !template_of(r, s, h->name))
         continue;
       if (n == cap) {

@@ -1,7 +1,9 @@
 /* inventory.c: what Carpenter knows about a Proxmox cluster between API
- * calls - its hosts (online or not, threads, memory, load), every guest
- * (VMID, host, status, tags, lock, template flag, size) - read from one
- * GET /cluster/resources, and the host capacity derived from it.
+ * calls - its hosts (online or not, in HA maintenance or not, threads,
+ * memory, load), every guest (VMID, host, status, tags, lock, template
+ * flag, size) - read from one GET /cluster/resources (plus GET
+ * /cluster/ha/status/current where the listing lacks the hosts' HA state,
+ * see hosts.c), and the host capacity derived from it.
  *
  * Capacity is "configured, not used": a host's free vCPUs are its threads
  * times the overcommit ratio minus the cores of its running VMs, its free
@@ -69,11 +71,23 @@ static int parse_resources(yajl_val data, struct pve_inventory *inv)
     if (!strcmp(type, "node")) {
       struct pve_host *h = &inv->hosts[nh];
       const char *st = carp_json_str(e, "status", NULL);
+      /* hastate: the HA CRM's state of the node (online, maintenance,
+       * unknown, fence, gone), on node entries since pve-manager 8.3
+       * (commit 993d05ab, "include the node ha status in resources call")
+       * and only while the HA stack keeps a node status. */
+      const char *ha = carp_json_str(e, "hastate", NULL);
       double cpu = 0;
       copy_str(e, "node", h->name, sizeof(h->name));
       if (!h->name[0])
         continue;
-      h->online = st && !strcmp(st, "online");
+      h->status = !st                      ? PVE_HOST_UNKNOWN
+                  : !strcmp(st, "online")  ? PVE_HOST_ONLINE
+                  : !strcmp(st, "offline") ? PVE_HOST_OFFLINE
+                                           : PVE_HOST_UNKNOWN;
+      h->online = h->status == PVE_HOST_ONLINE;
+      h->has_hastate = ha != NULL;
+      h->maintenance = ha && !strcmp(ha, "maintenance");
+      inv->has_hastate |= h->has_hastate;
       h->maxcpu = get_int(e, "maxcpu");
       h->maxmem = get_int(e, "maxmem");
       if (carp_json_double(e, &cpu, "cpu", NULL) == 0)
@@ -419,6 +433,31 @@ static void check_permissions(struct pve_region *r, int no_nodes)
   }
 }
 
+/* The hosts are known (and their HA state where it was read): move their
+ * states on, then check the token's rights once. */
+static void refresh_finish(struct pve_region *r)
+{
+  pve_hosts_update(r, carp_time_wall_ms());
+  if (!r->perms_checked) {
+    check_permissions(r, 0);
+    return;
+  }
+  refresh_done(r, 0);
+}
+
+static void on_ha_status(const struct carp_pve_result *res, void *arg)
+{
+  struct pve_region *r = arg;
+  r->refresh_call = NULL;
+  r->refresh_stage = 0;
+  if (res->err == CARP_ECANCELED) {
+    refresh_done(r, CARP_ECANCELED);
+    return;
+  }
+  pve_ha_result(r, res->err, res->message, res->data);
+  refresh_finish(r);
+}
+
 static void on_resources(const struct carp_pve_result *res, void *arg)
 {
   struct pve_region *r = arg;
@@ -462,11 +501,14 @@ static void on_resources(const struct carp_pve_result *res, void *arg)
                   CARP_F_UINT("guests", inv.nguests));
   r->status = 0;
   r->message[0] = '\0';
-  if (!r->perms_checked) {
-    check_permissions(r, 0);
-    return;
+  if (pve_ha_due(r)) {
+    r->refresh_stage = 3;
+    if (carp_pve_call_start(r->client, "GET", "/cluster/ha/status/current",
+                            NULL, 0, on_ha_status, r, &r->refresh_call) == 0)
+      return;
+    r->refresh_stage = 0;
   }
-  refresh_done(r, 0);
+  refresh_finish(r);
 }
 
 int pve_region_refresh_start(struct pve_region *r, struct pve_waiter *w)

@@ -4,7 +4,8 @@
  *
  * Host figures are streamed at each scrape from the inventory the provider
  * refreshes anyway (/cluster/resources every 30 s and around each create),
- * in the terms placement uses: committed vCPUs and memory are those of the
+ * with the host state hosts.c keeps (maintenance, offline since), in the
+ * terms placement uses: committed vCPUs and memory are those of the
  * host's running VMs plus the creates in flight (holds), and a host's VMs
  * are counted with managed="true" when they carry this cluster's tag.
  * Tasks are counted and timed as the provider waits for them (op.c): their
@@ -15,6 +16,7 @@
 
 #include "carpenter/error.h"
 #include "carpenter/metrics.h"
+#include "carpenter/timeutil.h"
 #include "pve_int.h"
 
 #define HOST_LABELS CARP_LABELS("region", "zone")
@@ -22,6 +24,8 @@
 /* One streamed family: a name, help, labels and what each host gives. */
 enum host_figure {
   FIG_UP = 0,
+  FIG_MAINTENANCE,
+  FIG_OFFLINE_SECONDS,
   FIG_CPUS,
   FIG_MEMORY,
   FIG_VCPUS,
@@ -39,6 +43,13 @@ static const struct {
     {"carpenter_proxmox_host_up",
      "Whether the Proxmox host (zone) is online, as the provider's last "
      "inventory of its region saw it."},
+    {"carpenter_proxmox_host_maintenance",
+     "Whether the Proxmox host is in HA maintenance mode: no new VM goes "
+     "there and its nodes are replaced as drifted (reason HostMaintenance)."},
+    {"carpenter_proxmox_host_offline_seconds",
+     "How long the Proxmox host has been offline as the provider saw it (0 "
+     "while it is not): past --host-offline-toleration its NodeClaims are "
+     "replaced."},
     {"carpenter_proxmox_host_cpus", "CPU threads of the Proxmox host."},
     {"carpenter_proxmox_host_memory_bytes", "Memory of the Proxmox host."},
     {"carpenter_proxmox_host_committed_vcpus",
@@ -58,6 +69,16 @@ static double figure(const struct pve_region *r, const struct pve_host *h,
   switch (fig) {
   case FIG_UP:
     return h->online ? 1 : 0;
+  case FIG_MAINTENANCE:
+    return h->maintenance ? 1 : 0;
+  case FIG_OFFLINE_SECONDS: {
+    const struct pve_host_state *st = pve_region_host_state(r, h->name);
+    int64_t ms;
+    if (!st || st->state != CARP_ZONE_OFFLINE)
+      return 0;
+    ms = carp_time_wall_ms() - st->since_ms;
+    return ms > 0 ? (double)ms / 1000.0 : 0;
+  }
   case FIG_CPUS:
     return (double)h->maxcpu;
   case FIG_MEMORY:

@@ -373,6 +373,7 @@ static void free_provider(struct pve_provider *pp)
     carp_free(r->gone);
     carp_free(r->recent);
     carp_free(r->descs);
+    pve_hosts_free(r);
   }
   carp_free(pp->regions);
   carp_pve_config_free(&pp->config);
@@ -600,6 +601,26 @@ static int v_is_drifted(struct carp_provider *p,
   return pve_is_drifted(PP(p), claim, nc, reason);
 }
 
+/* A region whose last refresh failed says nothing about its hosts: they
+ * may be fine behind an unreachable API. */
+static int v_zone_status(struct carp_provider *p, const char *region,
+                         const char *zone,
+                         struct carp_provider_zone_status *out)
+{
+  struct pve_region *r = pve_region_find(PP(p), region);
+  const struct pve_host_state *h;
+  if (!r)
+    return CARP_ENOENT;
+  if (r->status || !r->inv.fetched_ms)
+    return 0;
+  h = pve_region_host_state(r, zone);
+  if (!h)
+    return CARP_ENOENT;
+  out->state = h->state;
+  out->since_ms = h->since_ms;
+  return 0;
+}
+
 static void v_cancel(struct carp_provider *p, struct carp_provider_op *op)
 {
   (void)p;
@@ -632,6 +653,7 @@ static const struct carp_provider_ops pve_ops = {
     .list = v_list,
     .instance_types = v_instance_types,
     .is_drifted = v_is_drifted,
+    .zone_status = v_zone_status,
     .cancel = v_cancel,
     .close = v_close,
 };

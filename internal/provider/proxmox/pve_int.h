@@ -28,12 +28,23 @@ struct pve_op;
 /* ------------------------------------------------------------------------ */
 /* Inventory (inventory.c)                                                  */
 
+/* A host's status in /cluster/resources: "online", "offline", else
+ * unknown (no stats from its pvestatd). */
+enum pve_host_status {
+  PVE_HOST_UNKNOWN = 0,
+  PVE_HOST_ONLINE,
+  PVE_HOST_OFFLINE,
+};
+
 struct pve_host {
   char name[64];
-  int online;
-  int64_t maxcpu; /* threads */
-  int64_t maxmem; /* bytes */
-  double cpu;     /* load, 0..1 */
+  int online; /* status == PVE_HOST_ONLINE */
+  enum pve_host_status status;
+  int maintenance; /* HA maintenance mode (hosts.c) */
+  int has_hastate; /* the entry carried hastate (PVE 8.3+ with HA active) */
+  int64_t maxcpu;  /* threads */
+  int64_t maxmem;  /* bytes */
+  double cpu;      /* load, 0..1 */
 };
 
 struct pve_guest {
@@ -53,6 +64,7 @@ struct pve_guest {
 struct pve_inventory {
   struct pve_host *hosts;
   size_t nhosts;
+  int has_hastate; /* some host entry carried hastate */
   struct pve_guest *guests;
   size_t nguests;
   uint64_t fetched_ms; /* monotonic; 0: never */
@@ -104,7 +116,7 @@ struct pve_region {
   char message[512];
   int perms_checked;
   struct carp_pve_call *refresh_call;
-  int refresh_stage; /* 0 resources, 1 permissions */
+  int refresh_stage; /* 0 resources, 1-2 permissions, 3 HA status */
   struct pve_waiter *waiters;
   struct pve_hold *holds;
   int64_t *gone; /* deleted VMIDs still shown running by the last refresh */
@@ -114,6 +126,13 @@ struct pve_region {
   int64_t cursor; /* next VMID to try within a range */
   struct pve_desc *descs;
   size_t ndescs;
+  /* Host state over time (hosts.c). */
+  struct pve_host_state *hstates;
+  size_t nhstates;
+  char (*ha_maint)[64]; /* hosts in maintenance per the last HA status */
+  size_t nha_maint;
+  uint64_t ha_fetched_ms; /* monotonic; 0: never */
+  int ha_failing;         /* the last HA status call failed (logged once) */
 };
 
 void pve_inventory_free(struct pve_inventory *inv);
@@ -131,6 +150,36 @@ const struct pve_host *pve_region_host(const struct pve_region *r,
                                        const char *name);
 /* Whether a ';'/','/space separated tag list holds tag (case-insensitive). */
 int pve_tags_have(const char *tags, const char *tag);
+
+/* ------------------------------------------------------------------------ */
+/* Host state: maintenance and since when (hosts.c)                         */
+
+/* A host as zone_status reports it, kept across refreshes. */
+struct pve_host_state {
+  char name[64];
+  enum carp_zone_state state;
+  int64_t since_ms; /* wall clock: first refresh that showed the state */
+};
+
+/* Whether a placement may use the host: online and not in maintenance. */
+int pve_host_open(const struct pve_host *h);
+/* The hosts in HA maintenance mode in an answer of GET
+ * /cluster/ha/status/current, into out (size n, a host per entry); returns
+ * how many, or CARP_EPARSE when data is not the documented list. */
+int pve_ha_maintenance_parse(yajl_val data, char (*out)[64], size_t n);
+/* Whether this refresh should also read /cluster/ha/status/current: the
+ * listing carried no hastate and the last HA read is older than the
+ * refresh interval. */
+int pve_ha_due(const struct pve_region *r);
+/* The HA read's outcome (data NULL with err set on failure). */
+void pve_ha_result(struct pve_region *r, int err, const char *message,
+                   yajl_val data);
+/* At the end of every successful refresh: applies HA maintenance to the
+ * new inventory and moves each host's state and since (wall ms now). */
+void pve_hosts_update(struct pve_region *r, int64_t now_ms);
+const struct pve_host_state *pve_region_host_state(const struct pve_region *r,
+                                                   const char *name);
+void pve_hosts_free(struct pve_region *r);
 
 /* Host capacity in the class's terms (ratios in hundredths). */
 struct pve_capacity {
@@ -404,7 +453,7 @@ struct pve_stream_arg {
   int fig;
 };
 
-#define PVE_HOST_FIGURES 6
+#define PVE_HOST_FIGURES 8
 
 struct pve_provider {
   struct carp_provider base;

@@ -10,6 +10,9 @@
  *   delete            every instance created so far, repeated until NotFound
  *   get | list | types | status | refresh
  *   drift:hash=H      is_drifted with that carpenter.dev/proxmoxnodeclass-hash
+ *   zone:name=Z       zone_status of host Z in region lab
+ *   pause:name=X      prints {"event":"pause","name":X} and waits for a
+ *                     line on stdin (the test changes the simulator meanwhile)
  *   nodeclass:file=F  use another ProxmoxNodeClass from now on
  *   ice:type=T,zone=Z whether the offering is in the ICE cache
  *   sleep:ms=MS
@@ -636,6 +639,23 @@ static void step_drift(const char *opts)
   }
 }
 
+static void step_zone(const char *opts)
+{
+  char zone[64] = "";
+  struct carp_provider_zone_status zs;
+  struct carp_jw w;
+  int rc;
+  opt(opts, "name", zone, sizeof(zone));
+  rc = carp_provider_zone_status(prov, "lab", zone, &zs);
+  emit_begin(&w, "zone");
+  carp_jw_kstr(&w, "zone", zone);
+  carp_jw_kint(&w, "status", rc);
+  carp_jw_kstr(&w, "state", carp_zone_state_name(zs.state));
+  carp_jw_kint(&w, "since_ms", zs.since_ms);
+  carp_jw_kint(&w, "now_ms", carp_time_wall_ms());
+  emit_end(&w);
+}
+
 static void on_refreshed(void *arg, int status)
 {
   struct carp_jw w;
@@ -743,7 +763,20 @@ int main(int argc, char **argv)
       step_types();
     else if (!strncmp(step, "drift", sl) && sl == 5)
       step_drift(opts);
-    else if (!strncmp(step, "status", sl) && sl == 6)
+    else if (!strncmp(step, "zone", sl) && sl == 4)
+      step_zone(opts);
+    else if (!strncmp(step, "pause", sl) && sl == 5) {
+      char name[64] = "", line[16];
+      struct carp_jw w;
+      opt(opts, "name", name, sizeof(name));
+      emit_begin(&w, "pause");
+      carp_jw_kstr(&w, "name", name);
+      emit_end(&w);
+      if (!fgets(line, sizeof(line), stdin)) {
+        fprintf(stderr, "driver: stdin closed at pause %s\n", name);
+        return 2;
+      }
+    } else if (!strncmp(step, "status", sl) && sl == 6)
       step_status();
     else if (!strncmp(step, "nodeclass", sl) && sl == 9) {
       /* switch to another ProxmoxNodeClass (drift tests) */

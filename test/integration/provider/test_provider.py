@@ -15,6 +15,7 @@ import base64
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -104,6 +105,42 @@ class ProviderCase(unittest.TestCase):
         self.assertEqual(events[-1].get("event"), "exit", p.stderr)
         self.assertTrue(events[-1]["loop_closed"])
         self.stderr = p.stderr
+        return events
+
+    def drive_paused(self, nc, steps, actions, timeout=120):
+        """drive() whose pause:name=X steps run actions[X]() (changing the
+        simulator) before the driver goes on."""
+        ncpath = self.write("nodeclass-%s.json" % self.id().split(".")[-1], nc)
+        errpath = os.path.join(self.dir, "driver-stderr.txt")
+        events = []
+        with open(errpath, "w") as err:
+            p = subprocess.Popen([DRIVER, self.sim.cfg, ncpath] + list(steps),
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=err, text=True)
+            try:
+                deadline = time.monotonic() + timeout
+                for line in p.stdout:
+                    if time.monotonic() > deadline:
+                        raise AssertionError("driver took too long")
+                    if not line.startswith("{"):
+                        continue
+                    ev = json.loads(line)
+                    events.append(ev)
+                    if ev["event"] == "pause":
+                        actions[ev["name"]]()
+                        p.stdin.write("\n")
+                        p.stdin.flush()
+                rc = p.wait(timeout)
+            finally:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+                p.stdin.close()
+                p.stdout.close()
+        with open(errpath) as f:
+            self.stderr = f.read()
+        self.assertEqual(rc, 0, self.stderr)
+        self.assertEqual(events[-1].get("event"), "exit", self.stderr)
         return events
 
     @staticmethod
@@ -273,6 +310,138 @@ class TestCreateDelete(ProviderCase):
         self.assertEqual(drift[0]["reason"], "")
         self.assertEqual(drift[1]["reason"], "TemplateDrifted")
         self.assert_clean([c["vmid"]])
+
+
+# -------------------------------------------------------------------------------
+def metric_value(text, name, **labels):
+    for line in text.splitlines():
+        if not line.startswith(name + "{"):
+            continue
+        got = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0]))
+        if all(got.get(k) == v for k, v in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+class TestHosts(ProviderCase):
+    """A host put in HA maintenance and a host going offline while the
+    provider runs (PVE 8.3+: the hosts' hastate in /cluster/resources)."""
+
+    def tearDown(self):
+        for h in ("pve1", "pve2", "pve3"):
+            self.sim.ctl("POST", "/hosts/%s/online" % h)
+            self.sim.ctl("POST", "/hosts/%s/maintenance?enable=0" % h)
+        super().tearDown()
+
+    def zones(self, ev):
+        return {z["zone"]: z for z in self.of(ev, "zone")}
+
+    def test_maintenance_and_offline(self):
+        ctl = self.sim.ctl
+        marks = {}
+
+        def maintenance():
+            marks["ha"] = time.time()  # HA in use from here on
+            ctl("POST", "/hosts/pve2/maintenance?enable=1")
+        ev = self.drive_paused(nodeclass(), [
+            "refresh", "create:count=3,prefix=h", "pause:name=maintenance",
+            "refresh", "zone:name=pve1", "zone:name=pve2", "zone:name=pve3",
+            "types", "drift", "create:count=2,prefix=m", "pause:name=offline",
+            "refresh", "zone:name=pve3", "drift", "delete", "list",
+            "pause:name=back", "refresh", "zone:name=pve3", "zone:name=pve2",
+            "delete"], {
+            "maintenance": maintenance,
+            "offline": lambda: ctl("POST", "/hosts/pve3/offline"),
+            "back": lambda: (ctl("POST", "/hosts/pve3/online"),
+                             ctl("POST", "/hosts/pve2/maintenance?enable=0")),
+        })
+        created = self.of(ev, "create")
+        self.assertTrue(all(c["status"] == 0 for c in created), created)
+        first = {c["zone"]: c for c in created[:3]}
+        self.assertEqual(sorted(first), ["pve1", "pve2", "pve3"])  # spread
+        # pve2 in maintenance: reported so, offered nowhere, drifted, avoided.
+        zones = self.zones(ev[:[e["event"] for e in ev].index("types")])
+        self.assertEqual({z: v["state"] for z, v in zones.items()},
+                         {"pve1": "Ready", "pve2": "Maintenance", "pve3": "Ready"})
+        self.assertGreater(zones["pve2"]["since_ms"], 0)
+        self.assertLessEqual(zones["pve2"]["since_ms"], zones["pve2"]["now_ms"])
+        for t in self.of(ev, "types")[0]["types"]:
+            self.assertEqual(sorted(o["zone"] for o in t["offerings"]), ["pve1", "pve3"])
+        drift = {d["nodeclaim"]: d["reason"] for d in self.of(ev, "drift")[:3]}
+        self.assertEqual(drift[first["pve2"]["nodeclaim"]], "HostMaintenance")
+        self.assertEqual(drift[first["pve1"]["nodeclaim"]], "")
+        self.assertEqual(drift[first["pve3"]["nodeclaim"]], "")
+        self.assertEqual(sorted(c["zone"] for c in created[3:]), ["pve1", "pve3"])
+        # pve3 offline: its VMs cannot be deleted, and say so; the rest go.
+        z3 = [z for z in self.of(ev, "zone") if z["zone"] == "pve3"]
+        self.assertEqual([z["state"] for z in z3], ["Ready", "Offline", "Ready"])
+        on3 = {c["nodeclaim"] for c in created if c["zone"] == "pve3"}
+        deletes = self.of(ev, "delete")
+        first_round = deletes[:5]
+        for d in first_round:
+            if d["nodeclaim"] in on3:
+                self.assertEqual((d["errname"], d["reason"], d["calls"]),
+                                 ("ENOTFOUND", "HostOffline", 1), d)
+                self.assertIn("offline", d["message"])
+            else:
+                self.assertEqual((d["errname"], d["calls"]), ("ENOTFOUND", 2), d)
+        # Still listed (by VMID only: this provider never read their configs,
+        # and the host is out of reach), the whole list not failed for them.
+        lst = self.of(ev, "list")[0]
+        self.assertEqual((lst["status"], lst.get("message")), (0, None))
+        self.assertEqual({i["providerID"] for i in lst["instances"]},
+                         {c["providerID"] for c in created if c["zone"] == "pve3"})
+        self.assertEqual({(i["zone"], i["vmstatus"]) for i in lst["instances"]},
+                         {("pve3", "unknown")})
+        # Back: used again, and deleted for real.
+        self.assertEqual(self.zones(ev[-10:])["pve2"]["state"], "Ready")
+        for d in deletes[5:]:
+            self.assertEqual(d["errname"], "ENOTFOUND", d)
+            self.assertNotEqual(d.get("reason"), "HostOffline", d)
+        self.assert_clean([c["vmid"] for c in created])
+        # Before any HA use the listing has no hastate and the HA status is
+        # read (once: the refreshes came within one refresh interval); from
+        # the first maintenance on the listing carries hastate and the HA
+        # status is never read again.
+        ha = [r for r in self.requests() if r.get("rel") == "/cluster/ha/status/current"]
+        self.assertEqual(len(ha), 1, ha)
+        self.assertLess(ha[0]["ts"], marks["ha"])
+
+    def test_metrics(self):
+        self.sim.ctl("POST", "/hosts/pve2/maintenance?enable=1")
+        self.sim.ctl("POST", "/hosts/pve3/offline?mode=partition")
+        ev = self.drive(nodeclass(), "refresh", "sleep:ms=1100")
+        text = self.of(ev, "metrics")[0]["text"]
+        self.assertEqual(metric_value(text, "carpenter_proxmox_host_maintenance",
+                                      zone="pve2"), 1)
+        self.assertEqual(metric_value(text, "carpenter_proxmox_host_maintenance",
+                                      zone="pve1"), 0)
+        self.assertEqual(metric_value(text, "carpenter_proxmox_host_offline_seconds",
+                                      zone="pve2"), 0)
+        self.assertGreaterEqual(metric_value(
+            text, "carpenter_proxmox_host_offline_seconds", zone="pve3"), 1)
+        self.assertEqual(metric_value(text, "carpenter_proxmox_host_up", zone="pve3"), 0)
+
+
+class TestHostsOldPve(ProviderCase):
+    """PVE before 8.3: no hastate in the listing, maintenance read from
+    /cluster/ha/status/current."""
+    sim_args = ("--no-node-hastate", "--host-maintenance", "pve1")
+
+    def test_maintenance_from_ha_status(self):
+        ev = self.drive(nodeclass(), "refresh", "zone:name=pve1", "zone:name=pve2", "types",
+                        "create:count=3,prefix=old", "delete")
+        zones = {z["zone"]: z["state"] for z in self.of(ev, "zone")}
+        self.assertEqual(zones, {"pve1": "Maintenance", "pve2": "Ready"})
+        for t in self.of(ev, "types")[0]["types"]:
+            self.assertNotIn("pve1", [o["zone"] for o in t["offerings"]])
+        created = self.of(ev, "create")
+        self.assertTrue(all(c["status"] == 0 for c in created), created)
+        self.assertNotIn("pve1", [c["zone"] for c in created])
+        ha = [r for r in self.requests() if r.get("rel") == "/cluster/ha/status/current"]
+        self.assertTrue(ha)
+        self.assertTrue(all(r["status"] == 200 for r in ha), ha)
+        self.assert_clean([c["vmid"] for c in created])
 
 
 # -------------------------------------------------------------------------------
