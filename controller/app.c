@@ -41,6 +41,7 @@
 #include "carpenter/pve.h"
 #include "carpenter/rand.h"
 #include "carpenter/server.h"
+#include "carpenter/static.h"
 #include "carpenter/termination.h"
 #include "carpenter/version.h"
 
@@ -424,7 +425,13 @@ static int start_disruption(struct app *a)
   memset(&go, 0, sizeof(go));
   go.interval_ms = (uint64_t)a->opts->gc_interval_ms;
   go.leaked_vm_grace_ms = (uint64_t)a->opts->gc_leaked_vm_grace_ms;
-  return add_controller(a, carp_gc_new(&a->env, &go, &a->ctls[a->nctls]));
+  if ((rc = add_controller(a, carp_gc_new(&a->env, &go, &a->ctls[a->nctls]))))
+    return rc;
+  if ((rc = add_controller(
+           a, carp_static_provisioning_new(&a->env, &a->ctls[a->nctls]))))
+    return rc;
+  return add_controller(
+      a, carp_static_deprovisioning_new(&a->env, &a->ctls[a->nctls]));
 }
 
 static int start_controllers(struct app *a)

@@ -276,6 +276,16 @@ static void costs(const struct carp_cluster *c, const struct carp_nodeclaim *nc,
   out->disruption = 1 + positive;
 }
 
+double carp__dis_disruption_cost(const struct carp_cluster *c,
+                                 const struct carp_nodeclaim *nc,
+                                 const struct carp_node *node, int64_t now_ms)
+{
+  struct dis_cand cd;
+  memset(&cd, 0, sizeof(cd));
+  costs(c, nc, node, now_ms, &cd);
+  return cd.cost;
+}
+
 static void add_blocked(struct dis_analysis *out, size_t *cap,
                         const struct carp_nodeclaim *nc,
                         const struct carp_node *node, const char *why,
