@@ -193,9 +193,9 @@ int64_t carp_cluster_last_pod_event(const struct carp_cluster *c,
 
 /* Replaces the virtual pods of a CapacityBuffer ("namespace/name"); n 0
  * forgets the buffer. The book takes a reference on each pod. A buffer
- * whose pods change loses its placement. */
-void carp_cluster_set_virtual_pods(struct carp_cluster *c, const char *buffer,
-                                   struct carp_pod *const *pods, size_t n);
+ * whose pods change loses its placement. Returns 1 when they changed. */
+int carp_cluster_set_virtual_pods(struct carp_cluster *c, const char *buffer,
+                                  struct carp_pod *const *pods, size_t n);
 /* Every virtual pod, buffer by buffer in key order (borrowed until the
  * next carp_cluster_set_virtual_pods). */
 const struct carp_pod *const *

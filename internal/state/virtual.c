@@ -119,16 +119,16 @@ static int same_pods(const struct ventry *e, struct carp_pod *const *pods,
   return 1;
 }
 
-void carp_cluster_set_virtual_pods(struct carp_cluster *c, const char *buffer,
-                                   struct carp_pod *const *pods, size_t n)
+int carp_cluster_set_virtual_pods(struct carp_cluster *c, const char *buffer,
+                                  struct carp_pod *const *pods, size_t n)
 {
   struct carp_vbook *vb = carp__cluster_vbook(c);
   struct ventry *e;
   size_t at, i;
   int found;
   at = find(vb, buffer, &found);
-  if (found && same_pods(vb->v[at], pods, n))
-    return;
+  if (found ? same_pods(vb->v[at], pods, n) : !n)
+    return 0;
   if (found) {
     entry_free(vb->v[at]);
     memmove(&vb->v[at], &vb->v[at + 1], (vb->n - at - 1) * sizeof(*vb->v));
@@ -147,6 +147,7 @@ void carp_cluster_set_virtual_pods(struct carp_cluster *c, const char *buffer,
     vb->n++;
   }
   flatten(vb);
+  return 1;
 }
 
 const struct carp_pod *const *
