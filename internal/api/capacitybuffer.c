@@ -190,15 +190,7 @@ int carp_capacitybuffer_status_patch(
 {
   struct carp_jw w;
   carp_jw_init(&w, out);
-  carp_jw_obj(&w);
-  if (rv) {
-    carp_jw_key(&w, "metadata");
-    carp_jw_obj(&w);
-    carp_jw_kstr(&w, "resourceVersion", rv);
-    carp_jw_obj_end(&w);
-  }
-  carp_jw_key(&w, "status");
-  carp_jw_obj(&w);
+  carp_status_patch_begin(&w, rv);
   carp_jw_key(&w, "replicas");
   if (st->has_replicas)
     carp_jw_int(&w, st->replicas);

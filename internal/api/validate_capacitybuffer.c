@@ -41,12 +41,7 @@ int carp_capacitybuffer_validate(yajl_val obj, char **reason)
   size_t i;
   char p[VPATH];
   v_init(&v);
-  if (!YAJL_IS_OBJECT(obj)) {
-    v_err(&v, "<root>", "Invalid value: \"%s\": must be of type object",
-          v_typename(obj));
-    return v_done(&v, reason);
-  }
-  spec = v_obj(&v, obj, "", "spec", 1);
+  spec = v_spec(&v, obj);
   if (!spec)
     return v_done(&v, reason);
   v_str(&v, spec, "spec", "provisioningStrategy", 0, &strategy_rule);

@@ -26,6 +26,7 @@
 
 /* What the last resolution of a buffer found. */
 struct resolved {
+  char *key; /* the map's key */
   char *uid;
   int64_t generation; /* the buffer's, when resolved */
   int64_t at_ms;
@@ -67,6 +68,7 @@ static void resolved_free(struct resolved *r)
 {
   if (!r)
     return;
+  carp_free(r->key);
   carp_free(r->uid);
   carp_free(r->pod_template);
   carp_free(r);
@@ -92,11 +94,12 @@ static struct resolved *record(struct bufctl *bc, const char *key,
 {
   struct resolved *r = CARP_NEW(struct resolved);
   resolved_free(carp_map_dels(&bc->resolved, key));
+  r->key = carp_strdup(key);
   r->uid = carp_strdup(b->meta.uid);
   r->generation = b->meta.generation;
   r->at_ms = carp_controller_now(&bc->base);
   r->replicas = -1;
-  carp_map_puts(&bc->resolved, key, r);
+  carp_map_puts(&bc->resolved, r->key, r);
   return r;
 }
 
@@ -166,18 +169,6 @@ static int same_str(const char *a, const char *b)
   return (!a && !b) || (a && b && !strcmp(a, b));
 }
 
-static void on_status_written(struct carp_controller *c, const char *key,
-                              const struct carp_kube_result *res, void *arg)
-{
-  (void)arg;
-  /* Written: its watch event brings the next look; the resync is queued
-   * by that reconcile. */
-  if (!res->err)
-    carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
-  else
-    carp_write_done(c, key, res);
-}
-
 /* Writes the status b should have, or ends the reconcile with the key
  * waiting for the next resolution. */
 static void finish(struct carp_controller *c, const char *key,
@@ -219,8 +210,10 @@ static void finish(struct carp_controller *c, const char *key,
     carp_buf_init(&body, CARP_BUF_UNLIMITED);
     carp_capacitybuffer_status_patch(&st, b->meta.resource_version, &body);
     carp_capacitybuffer_status_cleanup(&st);
-    if (!carp_write_patch(c, key, &ref, body.ptr, body.len, on_status_written,
-                          NULL)) {
+    /* Written: its watch event brings the next look, which queues the
+     * resync. */
+    if (!carp_write_patch(c, key, &ref, body.ptr, body.len,
+                          carp_write_done_until_event, NULL)) {
       carp_buf_free(&body);
       return;
     }

@@ -14,43 +14,8 @@ and pve-sim, in one Carpenter run.
   and the limit stops the refill (the buffer says so)."""
 import time
 
-from e2elib import E2ETest, wait_until
+from e2elib import E2ETest, nodepool_yaml, wait_until
 from sims import CAPACITYBUFFER_CRD
-
-
-def pool_yaml(name, cpu, replicas=None, limit_cpu=None):
-    lines = [
-        "apiVersion: karpenter.sh/v1",
-        "kind: NodePool",
-        "metadata:",
-        "  name: %s" % name,
-        "spec:",
-    ]
-    if replicas is not None:
-        lines.append("  replicas: %d" % replicas)
-    lines += [
-        "  template:",
-        "    spec:",
-        "      nodeClassRef:",
-        "        group: carpenter.dev",
-        "        kind: ProxmoxNodeClass",
-        "        name: default",
-        "      requirements:",
-        "        - key: carpenter.dev/instance-family",
-        "          operator: In",
-        "          values: [c1]",
-        "        - key: carpenter.dev/instance-cpu",
-        "          operator: In",
-        "          values: ['%d']" % cpu,
-        "  disruption:",
-        "    consolidationPolicy: WhenEmptyOrUnderutilized",
-        "    consolidateAfter: 1s",
-        "    budgets:",
-        "      - nodes: '100%'",
-    ]
-    if limit_cpu:
-        lines += ["  limits:", "    cpu: '%d'" % limit_cpu]
-    return "\n".join(lines) + "\n"
 
 
 def chunk_spec(pool):
@@ -141,7 +106,8 @@ class HeadroomTest(E2ETest):
 
     def test_1_static_pool_scales_with_kubectl(self):
         start = time.monotonic()
-        self.apply(pool_yaml("fixed", 2, replicas=3))
+        self.apply(nodepool_yaml("fixed", consolidate_after="1s", replicas=3,
+                                 policy="WhenEmptyOrUnderutilized"))
         wait_until(lambda: self.ready_nodes("fixed", 3), 90,
                    what="3 Ready nodes of the static pool")
         wait_until(lambda: self.status_nodes("fixed") == 3, 20,
@@ -178,7 +144,9 @@ class HeadroomTest(E2ETest):
     # ---- CapacityBuffer ----
 
     def test_2_buffer_keeps_room_and_refills(self):
-        self.apply(pool_yaml("roomy", 4, limit_cpu=16))
+        self.apply(nodepool_yaml("roomy", consolidate_after="1s", cpu=4,
+                                 limit_cpu=16,
+                                 policy="WhenEmptyOrUnderutilized"))
         self.apply(BUFFER)
         wait_until(lambda: self.provisioned(), 120,
                    what="the buffer's room on Ready nodes")

@@ -465,6 +465,30 @@ static void test_consolidation_keeps_the_room(void **state)
   kit_close(k);
 }
 
+static void test_leadership(void **state)
+{
+  struct world w;
+  struct kit *k = &w.k;
+  size_t nv;
+  (void)state;
+  setup(&w, "", 0);
+  template(k, "chunk", 500);
+  buffer(k, "a", "podTemplateRef: {name: chunk}, replicas: 2");
+  buffer(k, "b", "podTemplateRef: {name: chunk}, replicas: 3");
+  kit_start(k);
+  carp_cluster_virtual_pods(k->cluster, &nv);
+  assert_int_equal(nv, 5);
+  /* A follower keeps no room; the next lead resolves every buffer. */
+  kit_set_leader(k, 0);
+  carp_cluster_virtual_pods(k->cluster, &nv);
+  assert_int_equal(nv, 0);
+  kit_set_leader(k, 1);
+  kit_advance(k, 1 * SEC);
+  carp_cluster_virtual_pods(k->cluster, &nv);
+  assert_int_equal(nv, 5);
+  kit_close(k);
+}
+
 static void test_api_absent(void **state)
 {
   struct world w;
@@ -494,6 +518,7 @@ int main(void)
       cmocka_unit_test(test_zero_replicas_and_deletion),
       cmocka_unit_test(test_emptiness_keeps_the_room),
       cmocka_unit_test(test_consolidation_keeps_the_room),
+      cmocka_unit_test(test_leadership),
       cmocka_unit_test(test_api_absent),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
