@@ -3,8 +3,8 @@
  * scaling up and down (which NodeClaims go first), limits.nodes, a pool
  * that is not Ready, a deleted NodeClaim replaced, one marked for
  * deletion counted as there, validation of the static rules and of a
- * switch between static and dynamic, and no consolidation of static
- * nodes. */
+ * switch between static and dynamic, no consolidation of static nodes,
+ * and drifted static nodes replaced within the Drifted budget. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -354,6 +354,79 @@ static void test_static_nodes_not_consolidated(void **state)
   kit_close(&k);
 }
 
+/* The pool's NodeClaims being deleted. */
+static size_t deleting_claims(struct kit *k, const char *pool)
+{
+  struct carp_objmeta *const *v;
+  size_t n, i, got = 0;
+  v = carp_cluster_nodeclaims_of_pool(k->cluster, pool, &n);
+  for (i = 0; i < n; i++)
+    got += v[i]->deletion_ms != 0;
+  return got;
+}
+
+static void test_drifted_nodes_replaced_one_budget_at_a_time(void **state)
+{
+  struct kit k;
+  struct carp_disruption_options o = {.poll_interval_ms = 1 * SEC,
+                                      .validation_delay_ms = 2 * SEC,
+                                      .command_timeout_ms = 60 * SEC};
+  struct carp_nodepool_controller_options no = {.debounce_ms = 100};
+  struct carp_objmeta *const *v;
+  struct carp_controller *c;
+  char names[8][64], gone[64];
+  size_t n, i;
+  (void)state;
+  setup(&k, "replicas: 2, disruption: {consolidateAfter: Never, "
+            "budgets: [{nodes: '1'}]}");
+  assert_int_equal(carp_disruption_new(&k.env, &o, &c), 0);
+  kit_add(&k, c);
+  assert_int_equal(carp_disruption_conditions_new(&k.env, &c), 0);
+  kit_add(&k, c);
+  assert_int_equal(carp_nodepool_controller_new(&k.env, &no, &c), 0);
+  kit_add(&k, c);
+  kit_start(&k);
+  up_all(&k, "static");
+  kit_advance(&k, 5 * SEC);
+  assert_int_equal(deletes(&k), 0);
+  kit_patch(&k, "NodePool", "static",
+            "{spec: {template: {metadata: {labels: {team: blue}}}}}");
+  kit_advance(&k, 5 * SEC);
+  /* The budget lets one go; its replacement, of the new template, is
+   * launched as soon as the delete is seen. */
+  assert_int_equal(deleting_claims(&k, "static"), 1);
+  assert_int_equal(creates(&k), 3);
+  assert_int_equal(live_claims(&k, "static", names, 8), 2);
+  v = carp_cluster_nodeclaims_of_pool(k.cluster, "static", &n);
+  gone[0] = 0;
+  for (i = 0; i < n; i++)
+    if (v[i]->deletion_ms)
+      snprintf(gone, sizeof(gone), "%s", v[i]->name);
+  assert_true(gone[0]);
+  for (i = 0; i < 2; i++)
+    if (!kit_str(&k, "NodeClaim", names[i], "status", "providerID", NULL))
+      assert_string_equal(kit_str(&k, "NodeClaim", names[i], "metadata",
+                                  "labels", "team", NULL),
+                          "blue");
+  /* The other waits while one is disrupting. */
+  kit_advance(&k, 30 * SEC);
+  assert_int_equal(deleting_claims(&k, "static"), 1);
+  assert_int_equal(creates(&k), 3);
+  /* The drifted node is gone and its replacement up: the next one goes,
+   * and is replaced. */
+  kit_patch(&k, "NodeClaim", gone, "{metadata: {finalizers: null}}");
+  up_all(&k, "static");
+  kit_advance(&k, 5 * SEC);
+  assert_false(kit_exists(&k, "NodeClaim", gone));
+  assert_int_equal(deleting_claims(&k, "static"), 1);
+  assert_int_equal(creates(&k), 4);
+  assert_true(kit_metric(&k, "karpenter_nodeclaims_disrupted_total",
+                         (const char *const[]){"drifted", "static", "on-demand",
+                                               "WhenEmptyOrUnderutilized",
+                                               "graceful", NULL}) == 2);
+  kit_close(&k);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -366,6 +439,7 @@ int main(void)
       cmocka_unit_test(test_validation_texts),
       cmocka_unit_test(test_switch_refused),
       cmocka_unit_test(test_static_nodes_not_consolidated),
+      cmocka_unit_test(test_drifted_nodes_replaced_one_budget_at_a_time),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
