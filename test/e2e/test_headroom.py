@@ -4,7 +4,8 @@ and pve-sim, in one Carpenter run.
 - "fixed", a static NodePool of 3 (2-vCPU nodes): three nodes come up;
   `kubectl scale nodepool fixed --replicas 5` brings two more, which stay
   although they are empty (static nodes are never consolidated); scaled to
-  2, three go (NodeClaim, Node and VM).
+  2, three go (NodeClaim, Node and VM); a template change drifts the two
+  left, replaced one at a time (a Drifted budget of 1).
 - "roomy", a NodePool of 4-vCPU nodes capped at 16 CPUs, and a
   CapacityBuffer of 4 chunks of 1.5 CPU pinned to it (two nodes' worth):
   the room comes up and is kept (consolidation runs every second and
@@ -107,7 +108,8 @@ class HeadroomTest(E2ETest):
     def test_1_static_pool_scales_with_kubectl(self):
         start = time.monotonic()
         self.apply(nodepool_yaml("fixed", consolidate_after="1s", replicas=3,
-                                 policy="WhenEmptyOrUnderutilized"))
+                                 policy="WhenEmptyOrUnderutilized",
+                                 budgets=("1",)))
         wait_until(lambda: self.ready_nodes("fixed", 3), 90,
                    what="3 Ready nodes of the static pool")
         wait_until(lambda: self.status_nodes("fixed") == 3, 20,
@@ -140,6 +142,29 @@ class HeadroomTest(E2ETest):
         self.assertGreater(self.metric("controller_runtime_reconcile_total",
                                        controller="static.deprovisioning"),
                            0)
+
+        # A template change drifts both: replaced one at a time (budget 1).
+        old = kept
+        self.kubectl("patch", "nodepool", "fixed", "--type=merge", "-p",
+                     '{"spec":{"template":{"metadata":{"labels":'
+                     '{"team":"blue"}}}}}')
+        most = 0
+
+        def replaced():
+            nonlocal most
+            claims = self.claims_of_pool("fixed")
+            most = max(most, len([c for c in claims
+                                  if c["metadata"].get("deletionTimestamp")]))
+            if any(c["metadata"]["name"] in old for c in claims):
+                return None
+            return self.ready_nodes("fixed", 2)
+        fresh = wait_until(replaced, 90, interval=0.5,
+                           what="both drifted static nodes replaced")
+        self.assertLessEqual(most, 1)
+        for c in fresh:
+            self.assertEqual(c["metadata"]["labels"].get("team"), "blue")
+        self.assertEqual(self.metric("karpenter_nodeclaims_disrupted_total",
+                                     reason="drifted", nodepool="fixed"), 2)
 
     # ---- CapacityBuffer ----
 
