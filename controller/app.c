@@ -39,6 +39,7 @@
 #include "carpenter/nodeclass_controller.h"
 #include "carpenter/nodepool_controller.h"
 #include "carpenter/provisioner.h"
+#include "carpenter/repair.h"
 #include "carpenter/pve.h"
 #include "carpenter/rand.h"
 #include "carpenter/server.h"
@@ -398,6 +399,14 @@ static int start_disruption(struct app *a)
       (rc = add_controller(
            a, carp_disruption_conditions_new(&a->env, &a->ctls[a->nctls]))))
     return rc;
+  if (a->opts->node_repair) {
+    struct carp_repair_options ro = {
+        .toleration_ms = (uint64_t)a->opts->node_repair_toleration_ms,
+        .max_unhealthy_percent = a->opts->node_repair_max_unhealthy};
+    rc = add_controller(a, carp_repair_new(&a->env, &ro, &a->ctls[a->nctls]));
+    if (rc)
+      return rc;
+  }
   memset(&go, 0, sizeof(go));
   go.interval_ms = (uint64_t)a->opts->gc_interval_ms;
   go.leaked_vm_grace_ms = (uint64_t)a->opts->gc_leaked_vm_grace_ms;
@@ -459,6 +468,8 @@ static int start_controllers(struct app *a)
     return rc;
   a->buffers = a->ctls[a->nctls - 1];
   memset(&lo, 0, sizeof(lo));
+  lo.launch_timeout_ms = (uint64_t)a->opts->launch_timeout_ms;
+  lo.registration_timeout_ms = (uint64_t)a->opts->registration_timeout_ms;
   rc = add_controller(a, carp_lifecycle_new(&a->env, &lo, &a->ctls[a->nctls]));
   if (rc)
     return rc;

@@ -475,6 +475,15 @@ void carp__lc_launch(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
                           CARP_EVENT_WARNING, "LaunchTimeout",
                           "NodeClaim was not launched within %llu s",
                           (unsigned long long)l->o.launch_timeout_ms / 1000);
+    {
+      const struct carp_condition *why =
+          carp_conditions_get(&nc->status.conditions, CARP_COND_LAUNCHED);
+      carp__lc_pool_health(
+          l, nc, 0, why && why->reason ? why->reason : "LaunchTimeout",
+          why && why->message && *why->message ? why->message
+                                               : "NodeClaim was not launched "
+                                                 "in time");
+    }
     if (carp__lc_delete_claim(l, nc, key, "launch_timeout", on_failed_deleted))
       carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
     return;

@@ -20,6 +20,7 @@ static void mem_free(struct claim_mem *m)
   carp_resources_cleanup(&m->inst.allocatable);
   carp_free(m->claim_rv);
   carp_free(m->node_rv);
+  carp_free(m->status_rv);
   carp_free(m->name);
   carp_free(m->uid);
   carp_free(m);

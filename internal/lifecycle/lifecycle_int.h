@@ -41,6 +41,10 @@ struct claim_mem {
    * forgets it, so the next try re-reads. */
   char *claim_rv;
   char *node_rv;
+  /* The resourceVersion our last status write returned: a status write
+   * is computed from the cached status, which must show that one first
+   * (or the write would undo it, and tell its transitions twice). */
+  char *status_rv;
   int reading_secret; /* a launch waits for its user-data */
   /* Failed launches back off across reconciles (a status write in between
    * ends its reconcile as a success for the work queue). */
@@ -88,7 +92,9 @@ int carp__lc_patch_node(struct carp_lifecycle *l, const char *key,
                         const char *node_name, const char *body, size_t len,
                         carp_lc_write_cb cb);
 /* Writes the NodeClaim's status (conditions and fields) with the newest
- * resourceVersion we know (or rv when not NULL) as precondition. */
+ * resourceVersion we know (or rv when not NULL) as precondition. When the
+ * cache does not show our last status write yet, nothing is written: the
+ * reconcile ends with a short requeue and 0 is returned (no callback). */
 int carp__lc_write_status(struct carp_lifecycle *l,
                           const struct carp_nodeclaim *nc,
                           const struct carp_nodeclaim_status *st,
@@ -120,6 +126,12 @@ void carp__lc_after_write(struct carp_lifecycle *l, const char *key,
                           const struct carp_kube_result *res);
 /* The labels a NodeClaim gets from its instance, as JSON members of the
  * open labels object; whether nc carries them all already. */
+/* The NodePool's NodeRegistrationHealthy, told once after each reset:
+ * True when a NodeClaim registers, False with reason and message when one
+ * times out. */
+void carp__lc_pool_health(struct carp_lifecycle *l,
+                          const struct carp_nodeclaim *nc, int healthy,
+                          const char *reason, const char *message);
 void carp__lc_put_instance_labels(struct carp_jw *w,
                                   const struct carp_provider_instance *in);
 int carp__lc_has_instance_labels(const struct carp_nodeclaim *nc,

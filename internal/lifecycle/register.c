@@ -171,6 +171,7 @@ static void on_registered_written(struct carp_lifecycle *l, const char *key,
                           node ? node : "");
     if (initialized_in(res))
       tell_initialized(l, nc, res);
+    carp__lc_pool_health(l, nc, 1, NULL, NULL);
   }
   carp__lc_after_write(l, key, res);
 }
@@ -485,6 +486,8 @@ void carp__lc_register(struct carp_lifecycle *l,
           &l->base, &nc->meta, "karpenter.sh/v1", CARP_EVENT_WARNING,
           "RegistrationTimeout", "Node did not register within %llu s",
           (unsigned long long)l->o.registration_timeout_ms / 1000);
+      carp__lc_pool_health(l, nc, 0, "RegistrationFailed",
+                           "Failed to register node");
       if (carp__lc_delete_claim(l, nc, key, "registration_timeout", on_deleted))
         carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
       return;

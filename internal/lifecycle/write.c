@@ -14,7 +14,11 @@
 #include "carpenter/metrics.h"
 #include "lifecycle_int.h"
 
-enum { TARGET_OTHER = 0, TARGET_CLAIM, TARGET_NODE };
+enum { TARGET_OTHER = 0, TARGET_CLAIM, TARGET_NODE, TARGET_STATUS };
+
+/* How long a status write waits for the cache to show the last one (its
+ * watch event requeues the claim sooner). */
+#define STATUS_CATCH_UP_MS 200
 
 void carp__lc_remember_rv(struct carp_lifecycle *l, const char *key, int node,
                           const char *rv)
@@ -51,14 +55,19 @@ const char *carp__lc_node_rv(struct carp_lifecycle *l, const char *key,
 static void remember_result(struct carp_lifecycle *l, const char *key,
                             int target, const struct carp_kube_result *res)
 {
+  const char *rv =
+      res->err ? NULL
+               : carp_json_str(res->body, "metadata", "resourceVersion", NULL);
+  struct claim_mem *m;
   if (target == TARGET_OTHER)
     return;
-  if (!res->err)
-    carp__lc_remember_rv(
-        l, key, target == TARGET_NODE,
-        carp_json_str(res->body, "metadata", "resourceVersion", NULL));
-  else if (res->err == CARP_ECONFLICT)
-    carp__lc_remember_rv(l, key, target == TARGET_NODE, NULL);
+  if (!res->err || res->err == CARP_ECONFLICT)
+    carp__lc_remember_rv(l, key, target == TARGET_NODE, rv);
+  if (target == TARGET_STATUS && !res->err &&
+      (m = carp_map_gets(&l->mem, key))) {
+    carp_free(m->status_rv);
+    m->status_rv = rv && *rv ? carp_strdup(rv) : NULL;
+  }
 }
 
 /* The callback argument: which object, and the step's own callback. */
@@ -117,13 +126,22 @@ int carp__lc_write_status(struct carp_lifecycle *l,
                           const struct carp_nodeclaim_status *st,
                           const char *rv, const char *key, carp_lc_write_cb cb)
 {
+  struct carp_kube_ref ref = carp_ref_nodeclaim(key, "status");
+  struct claim_mem *m = carp_map_gets(&l->mem, key);
   struct carp_buf body;
   int rc;
+  if (m && m->status_rv && !strcmp(m->uid, nc->meta.uid) &&
+      strcmp(m->status_rv, nc->meta.resource_version) &&
+      carp_rv_newer(m->status_rv, nc->meta.resource_version) == m->status_rv) {
+    carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER,
+                         STATUS_CATCH_UP_MS);
+    return 0;
+  }
   carp_buf_init(&body, CARP_BUF_UNLIMITED);
   rc = carp_nodeclaim_status_patch(st, rv ? rv : carp__lc_claim_rv(l, nc),
                                    &body);
   if (!rc)
-    rc = carp__lc_patch_claim(l, key, "status", body.ptr, body.len, cb);
+    rc = patch(l, key, TARGET_STATUS, &ref, body.ptr, body.len, cb);
   carp_buf_free(&body);
   return rc;
 }
@@ -172,6 +190,20 @@ int carp__lc_finish_body(struct carp_lifecycle *l, const char *key,
     t = carp_event_target_of(&nc->meta, "karpenter.sh/v1");
   return carp_recorder_body_finish(w, l->base.env.recorder, nc ? &t : NULL,
                                    &l->fold, LC_LOG, key, what);
+}
+
+void carp__lc_pool_health(struct carp_lifecycle *l,
+                          const struct carp_nodeclaim *nc, int healthy,
+                          const char *reason, const char *message)
+{
+  const char *name = carp_nodeclaim_nodepool(nc);
+  const struct carp_nodepool *np =
+      name ? carp_cluster_nodepool(l->base.env.cluster, name) : NULL;
+  if (np)
+    carp_write_pool_condition_once(&l->base, np, CARP_COND_NODE_REG_HEALTHY,
+                                   healthy ? CARP_COND_TRUE : CARP_COND_FALSE,
+                                   healthy ? "NodeRegistrationHealthy" : reason,
+                                   message);
 }
 
 void carp__lc_after_write(struct carp_lifecycle *l, const char *key,

@@ -107,16 +107,19 @@ static const char *label(const struct carp_kvset *labels, const char *key)
 
 /* The hard deadline of the drain: the stamped annotation, else the
  * NodeClaim's deletion time plus its terminationGracePeriod. */
+/* The stamp wins when there is one, as in Karpenter: node repair stamps
+ * "now" on NodeClaims of pools without a terminationGracePeriod. */
 static int64_t deadline_of(const struct carp_nodeclaim *nc)
 {
   const char *ann;
   int64_t at;
-  if (!nc || !nc->meta.deletion_ms ||
-      nc->spec.termination_grace_ms == CARP_DURATION_NEVER)
+  if (!nc || !nc->meta.deletion_ms)
     return CARP_DURATION_NEVER;
   ann = carp_kvset_get(nc->meta.annotations, CARP_ANN_TERMINATION_TS);
   if (ann && !carp_time_parse_rfc3339(ann, &at))
     return at;
+  if (nc->spec.termination_grace_ms == CARP_DURATION_NEVER)
+    return CARP_DURATION_NEVER;
   return nc->meta.deletion_ms + nc->spec.termination_grace_ms;
 }
 
@@ -175,34 +178,12 @@ static void on_stamped(struct carp_controller *c, const char *key,
 static void stamp_deadline(struct carp_termination *t, struct node_mem *m,
                            const struct carp_nodeclaim *nc, int64_t deadline)
 {
-  struct carp_kube_ref ref = {.group = CARP_KARPENTER_GROUP,
-                              .version = CARP_KARPENTER_VERSION,
-                              .resource = "nodeclaims",
-                              .name = nc->meta.name};
-  char ts[CARP_RFC3339_LEN];
-  struct carp_buf body;
-  struct carp_jw w;
   if (m->stamping ||
       carp_kvset_has(nc->meta.annotations, CARP_ANN_TERMINATION_TS))
     return;
-  carp_time_format_rfc3339(deadline, 0, ts);
-  carp_buf_init(&body, 4096);
-  carp_jw_init(&w, &body);
-  carp_jw_obj(&w);
-  carp_jw_key(&w, "metadata");
-  carp_jw_obj(&w);
-  carp_jw_kstr(&w, "resourceVersion", nc->meta.resource_version);
-  carp_jw_key(&w, "annotations");
-  carp_jw_obj(&w);
-  carp_jw_kstr(&w, CARP_ANN_TERMINATION_TS, ts);
-  carp_jw_obj_end(&w);
-  carp_jw_obj_end(&w);
-  carp_jw_obj_end(&w);
-  if (!carp_jw_finish(&w) &&
-      !carp_write_patch(&t->base, m->name, &ref, body.ptr, body.len, on_stamped,
-                        NULL))
+  if (!carp_write_termination_stamp(&t->base, m->name, nc, deadline, on_stamped,
+                                    NULL))
     m->stamping = 1;
-  carp_buf_free(&body);
 }
 
 /* ---- step 2: is the VM still there? ---- */

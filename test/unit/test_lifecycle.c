@@ -19,7 +19,8 @@
 #define SEC    1000
 #define MINUTE (60 * SEC)
 
-static void setup(struct kit *k, uint64_t create_delay_ms)
+static void setup_with(struct kit *k, uint64_t create_delay_ms,
+                       const struct carp_lifecycle_options *o)
 {
   struct carp_fake_provider_options po;
   struct kit_options ko = {.provider = &po};
@@ -27,10 +28,22 @@ static void setup(struct kit *k, uint64_t create_delay_ms)
   memset(&po, 0, sizeof(po));
   po.create_delay_ms = create_delay_ms;
   kit_init(k, &ko);
-  assert_int_equal(carp_lifecycle_new(&k->env, NULL, &c), 0);
+  assert_int_equal(carp_lifecycle_new(&k->env, o, &c), 0);
   kit_add(k, c);
   kit_nodeclass(k, "default");
   kit_nodepool(k, "default", "");
+}
+
+static void setup(struct kit *k, uint64_t create_delay_ms)
+{
+  setup_with(k, create_delay_ms, NULL);
+}
+
+/* The NodePool's NodeRegistrationHealthy status, its reason in *reason. */
+static const char *pool_health(struct kit *k, const char **reason)
+{
+  return kit_condition(k, "NodePool", "default", "NodeRegistrationHealthy",
+                       reason);
 }
 
 /* A NodeClaim as the provisioner makes it: no finalizer yet. */
@@ -169,6 +182,11 @@ static void test_ready_node_costs_three_claim_writes(void **state)
   assert_int_equal(kit_writes(&k, "PATCH", "/nodes/n1"), 1);
   assert_int_equal(kit_events(&k, "Registered"), 1);
   assert_int_equal(kit_events(&k, "Initialized"), 1);
+  {
+    const char *reason = NULL;
+    assert_string_equal(pool_health(&k, &reason), "True");
+    assert_string_equal(reason, "NodeRegistrationHealthy");
+  }
   assert_true(kit_metric(&k, "karpenter_nodes_created_total",
                          (const char *const[]){"default", "zone-a", NULL}) ==
               1);
@@ -320,6 +338,52 @@ static void test_registration_timeout(void **state)
   assert_false(kit_exists(&k, "NodeClaim", "c1"));
   assert_int_equal(kit_events(&k, "RegistrationTimeout"), 1);
   assert_int_equal(carp_fake_provider_count(k.provider), 0);
+  {
+    const char *reason = NULL;
+    assert_string_equal(pool_health(&k, &reason), "False");
+    assert_string_equal(reason, "RegistrationFailed");
+  }
+  kit_close(&k);
+}
+
+/* --nodeclaim-launch-timeout and --nodeclaim-registration-timeout reach
+ * the controller; the first word on the pool's registration health after
+ * a reset stays (a later success does not undo it: only a change of the
+ * NodePool or its class does, in the nodepool controller). */
+static void test_timeouts_from_options(void **state)
+{
+  struct kit k;
+  struct carp_lifecycle_options o = {.launch_timeout_ms = 90 * SEC,
+                                     .registration_timeout_ms = 2 * MINUTE};
+  const char *reason = NULL;
+  (void)state;
+  setup_with(&k, 0, &o);
+  carp_fake_provider_fail(k.provider, "create", 1000, CARP_EIO, NULL);
+  claim(&k, "c1", "");
+  kit_start(&k);
+  kit_advance(&k, 80 * SEC);
+  assert_true(kit_exists(&k, "NodeClaim", "c1"));
+  assert_null(pool_health(&k, &reason));
+  kit_advance(&k, 20 * SEC);
+  assert_false(kit_exists(&k, "NodeClaim", "c1"));
+  assert_int_equal(kit_events(&k, "LaunchTimeout"), 1);
+  assert_string_equal(pool_health(&k, &reason), "False");
+  assert_string_not_equal(reason, "RegistrationFailed");
+
+  /* Launched but never registered: gone after two minutes, not 15. */
+  carp_fake_provider_fail(k.provider, "create", 0, 0, NULL);
+  claim(&k, "c2", "");
+  kit_advance(&k, 110 * SEC);
+  assert_true(kit_exists(&k, "NodeClaim", "c2"));
+  kit_advance(&k, 15 * SEC);
+  assert_false(kit_exists(&k, "NodeClaim", "c2"));
+  assert_int_equal(kit_events(&k, "RegistrationTimeout"), 1);
+
+  claim(&k, "c3", "");
+  kit_settle(&k);
+  kubelet_joins(&k, "c3", "n3", 1);
+  assert_string_equal(cond(&k, "c3", "Registered"), "True");
+  assert_string_equal(pool_health(&k, &reason), "False");
   kit_close(&k);
 }
 
@@ -438,6 +502,7 @@ int main(void)
       cmocka_unit_test(test_launch_failures_back_off_then_time_out),
       cmocka_unit_test(test_insufficient_capacity_deletes_the_claim),
       cmocka_unit_test(test_registration_timeout),
+      cmocka_unit_test(test_timeouts_from_options),
       cmocka_unit_test(test_node_deleted_takes_the_claim),
       cmocka_unit_test(test_finalize_node_then_vm_then_finalizer),
       cmocka_unit_test(test_adopted_claim_gets_finalizer_before_launch),

@@ -12,6 +12,7 @@
 
 #include "carpenter/json.h"
 #include "carpenter/termination.h"
+#include "carpenter/timeutil.h"
 #include "kit.h"
 
 #define SEC    1000
@@ -162,6 +163,33 @@ static void test_deadline_deletes_what_evictions_cannot(void **state)
   kit_close(&k);
 }
 
+/* Node repair stamps "now" on a NodeClaim whose pool has no
+ * terminationGracePeriod: the stamp is the deadline, so the drain deletes
+ * at once instead of evicting (the kubelet is gone: an eviction would leave
+ * the pod terminating for minutes). */
+static void test_stamp_without_grace_period_is_the_deadline(void **state)
+{
+  struct kit k;
+  char ts[CARP_RFC3339_LEN];
+  (void)state;
+  setup(&k);
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  kit_pod(&k, "default", "web", "n1", 100, "labels: {app: web}");
+  pdb(&k, "web", 0);
+  kit_start(&k);
+  carp_time_format_rfc3339(carp_clock_wall_ms(k.clock), 0, ts);
+  kit_patch(&k, "NodeClaim", "n1",
+            "{metadata: {annotations: "
+            "{karpenter.sh/nodeclaim-termination-timestamp: '%s'}}}",
+            ts);
+  kit_delete(&k, "Node", "n1");
+  kit_advance(&k, SEC);
+  assert_int_equal(kit_writes(&k, "DELETE", "/pods/web"), 1);
+  assert_int_equal(kit_writes(&k, "POST", "/eviction"), 0);
+  assert_int_equal(kit_events(&k, "Disrupted"), 1);
+  kit_close(&k);
+}
+
 static void on_deleted(int status, const struct carp_provider_error *err,
                        void *arg)
 {
@@ -229,6 +257,7 @@ int main(void)
       cmocka_unit_test(test_drain_order_then_vm_then_finalizer),
       cmocka_unit_test(test_pdb_holds_the_drain_until_it_allows),
       cmocka_unit_test(test_deadline_deletes_what_evictions_cannot),
+      cmocka_unit_test(test_stamp_without_grace_period_is_the_deadline),
       cmocka_unit_test(test_gone_vm_skips_the_drain),
       cmocka_unit_test(test_not_leader_writes_nothing),
   };
