@@ -18,6 +18,7 @@
 #include "carpenter/alloc.h"
 #include "carpenter/api.h"
 #include "carpenter/apicheck.h"
+#include "carpenter/capacitybuffer_controller.h"
 #include "carpenter/clock.h"
 #include "carpenter/cluster.h"
 #include "carpenter/controller.h"
@@ -43,6 +44,7 @@
 #include "carpenter/pve.h"
 #include "carpenter/rand.h"
 #include "carpenter/server.h"
+#include "carpenter/static.h"
 #include "carpenter/termination.h"
 #include "carpenter/version.h"
 #include "metrics_route.h"
@@ -66,6 +68,7 @@ struct app {
   struct carp_cluster *cluster;
   struct carp_provider *provider;
   struct carp_controller *provisioner; /* also in ctls */
+  struct carp_controller *buffers;     /* also in ctls */
   struct carp_clock *clock;
   struct carp_controller_env env; /* what every controller gets */
   struct carp_controller *ctls[MAX_CONTROLLERS]; /* on the skeleton */
@@ -110,6 +113,7 @@ static void on_user_closed(void *arg)
   while (a->nctls)
     carp_controller_free(a->ctls[--a->nctls]);
   a->provisioner = NULL;
+  a->buffers = NULL;
   if (a->kube)
     carp_kube_close(a->kube, on_kube_closed, a);
   a->kube = NULL;
@@ -350,6 +354,22 @@ static void on_pool_ready(void *arg, const char *nodepool)
     carp_provisioner_trigger(a->provisioner);
 }
 
+/* A CapacityBuffer's virtual pods changed: provision for them. */
+static void on_buffers_changed(void *arg)
+{
+  struct app *a = arg;
+  if (a->provisioner)
+    carp_provisioner_trigger(a->provisioner);
+}
+
+/* A batch placed virtual pods: the buffers' status may change. */
+static void on_buffers_placed(void *arg)
+{
+  struct app *a = arg;
+  if (a->buffers)
+    carp_capacitybuffer_controller_placed(a->buffers);
+}
+
 /* Keeps a controller built into a->ctls[a->nctls] (rc 0). */
 static int add_controller(struct app *a, int rc)
 {
@@ -399,12 +419,19 @@ static int start_disruption(struct app *a)
   memset(&go, 0, sizeof(go));
   go.interval_ms = (uint64_t)a->opts->gc_interval_ms;
   go.leaked_vm_grace_ms = (uint64_t)a->opts->gc_leaked_vm_grace_ms;
-  return add_controller(a, carp_gc_new(&a->env, &go, &a->ctls[a->nctls]));
+  if ((rc = add_controller(a, carp_gc_new(&a->env, &go, &a->ctls[a->nctls]))))
+    return rc;
+  if ((rc = add_controller(
+           a, carp_static_provisioning_new(&a->env, &a->ctls[a->nctls]))))
+    return rc;
+  return add_controller(
+      a, carp_static_deprovisioning_new(&a->env, &a->ctls[a->nctls]));
 }
 
 static int start_controllers(struct app *a)
 {
   struct carp_provisioner_options po;
+  struct carp_capacitybuffer_controller_options bo;
   struct carp_lifecycle_options lo;
   struct carp_nodepool_controller_options npo;
   struct carp_nodeclass_controller_options nco;
@@ -434,11 +461,21 @@ static int start_controllers(struct app *a)
   memset(&po, 0, sizeof(po));
   po.batch_idle_ms = (uint64_t)a->opts->batch_idle_ms;
   po.batch_max_ms = (uint64_t)a->opts->batch_max_ms;
+  po.on_buffers_placed = on_buffers_placed;
+  po.on_buffers_placed_arg = a;
   rc =
       add_controller(a, carp_provisioner_new(&a->env, &po, &a->ctls[a->nctls]));
   if (rc)
     return rc;
   a->provisioner = a->ctls[a->nctls - 1];
+  memset(&bo, 0, sizeof(bo));
+  bo.on_change = on_buffers_changed;
+  bo.on_change_arg = a;
+  rc = add_controller(
+      a, carp_capacitybuffer_controller_new(&a->env, &bo, &a->ctls[a->nctls]));
+  if (rc)
+    return rc;
+  a->buffers = a->ctls[a->nctls - 1];
   memset(&lo, 0, sizeof(lo));
   lo.launch_timeout_ms = (uint64_t)a->opts->launch_timeout_ms;
   lo.registration_timeout_ms = (uint64_t)a->opts->registration_timeout_ms;

@@ -30,5 +30,9 @@ void carp_taints_encode(struct carp_jw *w, const struct carp_taint *t,
                         size_t n);
 void carp_nodeclass_ref_encode(struct carp_jw *w,
                                const struct carp_nodeclass_ref *ref);
+/* Opens a status merge patch: {"metadata":{"resourceVersion":rv} (only
+ * when rv is not NULL), "status":{ - the caller writes the status fields
+ * and closes both objects. */
+void carp_status_patch_begin(struct carp_jw *w, const char *rv);
 
 #endif

@@ -12,6 +12,9 @@
  *    for them) and disruption leaves those nodes alone.
  *  - The last time a pod arrived on or left each node (consolidateAfter).
  *  - NodeClaims marked for deletion by a disruption decision.
+ *  - Virtual pods: the chunks CapacityBuffers keep room for, which the
+ *    provisioner places as if they were pending and consolidation keeps
+ *    room for (the CapacityBuffer controller sets them).
  *
  * Controllers add their informer handlers between carp_cluster_new() and
  * carp_cluster_start(). Nothing is decided before carp_cluster_synced(). */
@@ -44,7 +47,10 @@ struct carp_cluster {
   struct carp_informer *daemonsets;
   struct carp_informer *volumeattachments;
   struct carp_informer *pvcs;
-  struct carp_informer *all[9];
+  /* autoscaling.x-k8s.io/v1beta1: optional, empty (and synced) when the
+   * cluster does not serve the API. */
+  struct carp_informer *capacitybuffers;
+  struct carp_informer *all[10];
   int nall;
   void *priv; /* state.c's bookkeeping */
 };
@@ -117,6 +123,9 @@ carp_cluster_nodeclaims_of_pool(const struct carp_cluster *c,
 int carp_pod_is_reschedulable(const struct carp_pod *p);
 /* Provisioning should act for this pod (Karpenter's IsProvisionable). */
 int carp_pod_is_provisionable(const struct carp_pod *p);
+/* A virtual pod: a CapacityBuffer's chunk (owned by the buffer), never
+ * an object of the API server. */
+int carp_pod_is_virtual(const struct carp_pod *p);
 
 /* ---- expected NodeClaims ---- */
 
@@ -132,6 +141,8 @@ void carp_cluster_expect_claim(struct carp_cluster *c, const char *name,
 void carp_cluster_nodepool_usage(const struct carp_cluster *c,
                                  const char *nodepool,
                                  struct carp_resources *usage, int64_t *nodes);
+/* Forgets an expected NodeClaim whose create failed. */
+void carp_cluster_forget_claim(struct carp_cluster *c, const char *name);
 /* The capacity remembered for a NodeClaim not launched yet (borrowed; NULL
  * when unknown). */
 const struct carp_resources *
@@ -178,6 +189,37 @@ int carp_cluster_is_nominated(const struct carp_cluster *c, const char *target);
  * since start-up. */
 int64_t carp_cluster_last_pod_event(const struct carp_cluster *c,
                                     const char *node);
+
+/* ---- virtual pods (virtual.c) ---- */
+
+/* Replaces the virtual pods of a CapacityBuffer ("namespace/name"); n 0
+ * forgets the buffer. The book takes a reference on each pod. A buffer
+ * whose pods change loses its placement. Returns 1 when they changed. */
+int carp_cluster_set_virtual_pods(struct carp_cluster *c, const char *buffer,
+                                  struct carp_pod *const *pods, size_t n);
+/* Every virtual pod, buffer by buffer in key order (borrowed until the
+ * next carp_cluster_set_virtual_pods). */
+const struct carp_pod *const *
+carp_cluster_virtual_pods(const struct carp_cluster *c, size_t *n);
+/* The buffer key ("namespace/name") of a virtual pod into out. */
+void carp_cluster_virtual_owner(const struct carp_pod *p, char *out,
+                                size_t size);
+
+/* Where the provisioner's last solve put a buffer's virtual pods. */
+struct carp_virtual_placement {
+  uint32_t total;
+  uint32_t existing;      /* on nodes that are up */
+  uint32_t launching;     /* on NodeClaims not registered yet */
+  uint32_t new_capacity;  /* on NodeClaims the solve opened */
+  uint32_t unschedulable; /* nowhere (limits, requirements) */
+  char why[256];          /* the first unschedulable pod's reason */
+};
+void carp_cluster_virtual_placed(struct carp_cluster *c, const char *buffer,
+                                 const struct carp_virtual_placement *p);
+/* 1 and *out when the buffer's current pods were placed, else 0. */
+int carp_cluster_virtual_placement(const struct carp_cluster *c,
+                                   const char *buffer,
+                                   struct carp_virtual_placement *out);
 
 /* ---- disruption marks ---- */
 

@@ -241,6 +241,11 @@ int carp_write_delete_claim(struct carp_controller *c, const char *key,
  * queue's backoff; a missing object ends it. */
 void carp_write_done(struct carp_controller *c, const char *key,
                      const struct carp_kube_result *res);
+/* A write callback (arg unused) for a reconcile whose write's own watch
+ * event brings the next look: success ends it (done); anything else as
+ * carp_write_done. */
+void carp_write_done_until_event(struct carp_controller *c, const char *key,
+                                 const struct carp_kube_result *res, void *arg);
 
 /* karpenter_nodeclaims_disrupted_total{reason, nodepool, capacity_type,
  * consolidation_policy, termination_mode}: every controller that takes a

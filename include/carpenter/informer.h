@@ -47,7 +47,14 @@ struct carp_informer_options {
   /* Watch timeout range in seconds; default 300-600 (tests shorten it). */
   unsigned min_watch_seconds;
   unsigned max_watch_seconds;
+  /* The API may not be served (a CRD that is not installed): a list
+   * answered 404 empties the store and counts as synced (handlers see
+   * deletions as usual), and the list is tried again every
+   * CARP_INFORMER_ABSENT_RETRY_MS until the API appears. */
+  int optional;
 };
+
+#define CARP_INFORMER_ABSENT_RETRY_MS 10000
 
 int carp_informer_new(uv_loop_t *loop, struct carp_kube *kube,
                       const struct carp_informer_options *opts,
@@ -59,6 +66,9 @@ int carp_informer_add_handlers(struct carp_informer *inf,
 int carp_informer_add_index(struct carp_informer *inf, carp_store_index_fn fn);
 int carp_informer_start(struct carp_informer *inf);
 int carp_informer_synced(const struct carp_informer *inf);
+/* An optional informer whose API the server does not serve (its last
+ * list was answered 404). */
+int carp_informer_absent(const struct carp_informer *inf);
 struct carp_store *carp_informer_store(struct carp_informer *inf);
 const struct carp_kind *carp_informer_kind(const struct carp_informer *inf);
 /* Counters for tests and metrics. */

@@ -122,6 +122,19 @@ int carp_nodepool_validate_update(const struct carp_nodepool *old_np,
                                   const struct carp_nodepool *new_np,
                                   char **reason);
 
+/* The provisioning mode Carpenter first saw a NodePool in ("static" or
+ * "dynamic"), stamped on it by the NodePool controller: the CRD forbids
+ * switching (a CEL rule), and the stamp lets Carpenter refuse a switch an
+ * API server let through - one without CEL - even after a restart. */
+#define CARP_ANN_NODEPOOL_MODE     "carpenter.dev/nodepool-mode"
+#define CARP_NODEPOOL_MODE_STATIC  "static"
+#define CARP_NODEPOOL_MODE_DYNAMIC "dynamic"
+/* What the spec says now: "static" with replicas, else "dynamic". */
+const char *carp_nodepool_mode(const struct carp_nodepool *np);
+/* The stamped mode when it differs from the spec's; NULL when it does
+ * not, or when there is no valid stamp. */
+const char *carp_nodepool_mode_switched(const struct carp_nodepool *np);
+
 /* Whether the pool limits resource (a name as in a ResourceList: "cpu",
  * "memory", "nodes"...); *value in carp_resources units. */
 int carp_nodepool_limit(const struct carp_nodepool *np, const char *resource,

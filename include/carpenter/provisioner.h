@@ -6,6 +6,12 @@
  * to their targets and explains, with an event and a log line, every pod that
  * fits nowhere.
  *
+ * CapacityBuffers' virtual pods (carp_cluster_virtual_pods) are placed
+ * in every batch after the pending pods, so capacity is launched for the
+ * room they stand for; a pod binding while there are any starts a batch
+ * (real pods may have taken that room), and so does a batch that left
+ * some of them off Ready nodes, again after a while.
+ *
  * It acts only while active (the leader); a follower's batches are
  * dropped, and becoming active starts a batch at once. */
 #ifndef CARP_PROVISIONER_H
@@ -19,6 +25,10 @@ struct carp_provisioner_options {
   uint64_t batch_idle_ms; /* --batch-idle-duration */
   uint64_t batch_max_ms;  /* --batch-max-duration */
   int ignore_preferences;
+  /* A batch placed CapacityBuffers' virtual pods (their placements are
+   * in the cluster state): the buffers' status may change. Optional. */
+  void (*on_buffers_placed)(void *arg);
+  void *on_buffers_placed_arg;
 };
 
 /* The controller "provisioner" (env->provider required; adds informer

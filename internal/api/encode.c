@@ -109,3 +109,16 @@ void carp_nodeclass_ref_encode(struct carp_jw *w,
   carp_jw_kstr(w, "name", ref->name ? ref->name : "");
   carp_jw_obj_end(w);
 }
+
+void carp_status_patch_begin(struct carp_jw *w, const char *rv)
+{
+  carp_jw_obj(w);
+  if (rv) {
+    carp_jw_key(w, "metadata");
+    carp_jw_obj(w);
+    carp_jw_kstr(w, "resourceVersion", rv);
+    carp_jw_obj_end(w);
+  }
+  carp_jw_key(w, "status");
+  carp_jw_obj(w);
+}

@@ -277,6 +277,22 @@ int carp_nodepool_limit(const struct carp_nodepool *np, const char *resource,
   return 0;
 }
 
+const char *carp_nodepool_mode(const struct carp_nodepool *np)
+{
+  return np->has_replicas ? CARP_NODEPOOL_MODE_STATIC
+                          : CARP_NODEPOOL_MODE_DYNAMIC;
+}
+
+const char *carp_nodepool_mode_switched(const struct carp_nodepool *np)
+{
+  const char *was =
+      carp_kvset_get(np->meta.annotations, CARP_ANN_NODEPOOL_MODE);
+  if (!was || (strcmp(was, CARP_NODEPOOL_MODE_STATIC) &&
+               strcmp(was, CARP_NODEPOOL_MODE_DYNAMIC)))
+    return NULL; /* not stamped (the NodePool controller stamps it) */
+  return strcmp(was, carp_nodepool_mode(np)) ? was : NULL;
+}
+
 void carp_nodepool_status_copy(struct carp_nodepool_status *dst,
                                const struct carp_nodepool_status *src)
 {

@@ -501,3 +501,13 @@ const char *v_label_value_error(const char *s)
            "'12345')";
   return NULL;
 }
+
+yajl_val v_spec(struct vctx *v, yajl_val obj)
+{
+  if (!YAJL_IS_OBJECT(obj)) {
+    v_err(v, "<root>", "Invalid value: \"%s\": must be of type object",
+          v_typename(obj));
+    return NULL;
+  }
+  return v_obj(v, obj, "", "spec", 1);
+}

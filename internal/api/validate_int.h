@@ -47,6 +47,10 @@ const char *v_key(char *out, const char *path, const char *key);
  * the CRDs use; \d, \s and \/ are translated to POSIX). */
 int v_match(const char *pattern, const char *s);
 
+/* The required spec of a whole object: records a root that is not an
+ * object, or a spec missing or not an object; NULL then. */
+yajl_val v_spec(struct vctx *v, yajl_val obj);
+
 /* Member of obj; JSON null counts as absent. */
 yajl_val v_get(yajl_val obj, const char *key);
 

@@ -352,6 +352,16 @@ void carp_write_done(struct carp_controller *c, const char *key,
   carp_controller_done(c, key, CARP_RECONCILE_ERROR, 0);
 }
 
+void carp_write_done_until_event(struct carp_controller *c, const char *key,
+                                 const struct carp_kube_result *res, void *arg)
+{
+  (void)arg;
+  if (!res->err)
+    carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
+  else
+    carp_write_done(c, key, res);
+}
+
 /* ---- references ---- */
 
 struct carp_kube_ref carp_ref_nodeclaim(const char *name, const char *sub)

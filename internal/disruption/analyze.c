@@ -7,10 +7,10 @@
  * being deleted, marked for deletion, without a Node or with a NotReady
  * Node are already disrupting and use up every reason's budget.
  * Candidates follow NewCandidate: initialized, not disrupting, the pool
- * exists and is not static, no do-not-disrupt on the Node or its pods, no
- * pod whose PodDisruptionBudget allows no eviction, no nomination for
- * pending pods; and either drifted (Drifted=True) or consolidatable (the
- * pool consolidates - consolidateAfter not Never - and nothing moved on
+ * exists, no do-not-disrupt on the Node or its pods, no pod whose
+ * PodDisruptionBudget allows no eviction, no nomination for pending pods;
+ * and either drifted (Drifted=True) or consolidatable (the pool is not
+ * static, consolidates - consolidateAfter not Never - and nothing moved on
  * the Node for consolidateAfter). They are ordered by Karpenter's
  * disruption cost - the eviction cost of their pods (priority and
  * pod-deletion-cost) times the share of their lifetime left - cheapest
@@ -117,8 +117,6 @@ const char *carp__dis_blocked(const struct carp_cluster *c,
     return "already disrupting";
   if (!np)
     return "its NodePool does not exist";
-  if (np->has_replicas)
-    return "its NodePool is static";
   ann = carp_kvset_get(node->meta.annotations, CARP_ANN_DO_NOT_DISRUPT);
   if (ann && !strcmp(ann, "true"))
     return "the node has the karpenter.sh/do-not-disrupt annotation";
@@ -275,6 +273,16 @@ static void costs(const struct carp_cluster *c, const struct carp_nodeclaim *nc,
   out->disruption = 1 + positive;
 }
 
+double carp__dis_disruption_cost(const struct carp_cluster *c,
+                                 const struct carp_nodeclaim *nc,
+                                 const struct carp_node *node, int64_t now_ms)
+{
+  struct dis_cand cd;
+  memset(&cd, 0, sizeof(cd));
+  costs(c, nc, node, now_ms, &cd);
+  return cd.cost;
+}
+
 static void add_blocked(struct dis_analysis *out, size_t *cap,
                         const struct carp_nodeclaim *nc,
                         const struct carp_node *node, const char *why,
@@ -353,8 +361,9 @@ void carp__dis_analyze(const struct carp_cluster *c,
           now_ms - carp__dis_since(c, nc, node, active_since_ms) >=
               p->np->consolidate_after_ms;
       drift = carp_conditions_get(&nc->status.conditions, CARP_COND_DRIFTED);
-      cand.drifted =
-          drift && drift->status == CARP_COND_TRUE && !p->np->has_replicas;
+      /* Static pools too: drift is how their nodes follow the template
+       * (consolidation never takes them). */
+      cand.drifted = drift && drift->status == CARP_COND_TRUE;
       cand.drifted_ms = drift ? drift->transition_ms : 0;
       /* Not yet, or never: nothing to report. */
       if (!cand.consolidatable && !cand.drifted)

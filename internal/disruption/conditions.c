@@ -41,17 +41,6 @@ struct claim_conditions {
 
 #define CC(c) carp_container_of(c, struct claim_conditions, base)
 
-static void on_written(struct carp_controller *c, const char *key,
-                       const struct carp_kube_result *res, void *arg)
-{
-  (void)arg;
-  /* Success: the watch event of the write queues the claim again. */
-  if (!res->err)
-    carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
-  else
-    carp_write_done(c, key, res);
-}
-
 /* Drifted on a launched claim, as drift.c finds it; 1 when st changed. */
 static int set_drifted(struct carp_controller *c,
                        const struct carp_nodeclaim *nc,
@@ -88,7 +77,8 @@ static void finish(struct carp_controller *c, const char *key,
   rc = carp_nodeclaim_status_patch(st, nc->meta.resource_version, &body);
   if (!rc) {
     struct carp_kube_ref ref = carp_ref_nodeclaim(nc->meta.name, "status");
-    rc = carp_write_patch(c, key, &ref, body.ptr, body.len, on_written, NULL);
+    rc = carp_write_patch(c, key, &ref, body.ptr, body.len,
+                          carp_write_done_until_event, NULL);
   }
   carp_buf_free(&body);
   carp_nodeclaim_status_cleanup(st);

@@ -291,7 +291,7 @@ static int validate(struct carp_disruption *d, const struct dis_analysis *a)
   int64_t *used = carp_calloc(a->npools + 1, sizeof(*used));
   size_t *idx = carp_calloc(k->n + 1, sizeof(size_t));
   const char *why = NULL;
-  size_t i, j;
+  size_t i, j, nvirt;
   for (i = 0; i < k->n && !why; i++) {
     const struct dis_cand *cd = NULL;
     for (j = 0; j < a->ncands && !cd; j++)
@@ -310,7 +310,10 @@ static int validate(struct carp_disruption *d, const struct dis_analysis *a)
       idx[i] = (size_t)(cd - a->cands);
     }
   }
-  if (!why && k->reason != CARP_DISRUPT_EMPTY) {
+  /* Empty nodes are simulated too when CapacityBuffers may need their
+   * room. */
+  carp_cluster_virtual_pods(c->env.cluster, &nvirt);
+  if (!why && (k->reason != CARP_DISRUPT_EMPTY || nvirt)) {
     struct dis_sim *sim = NULL;
     struct dis_plan plan;
     if (carp__dis_sim_new(c->env.cluster, c->env.provider, a, &sim)) {

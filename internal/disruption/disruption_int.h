@@ -111,6 +111,12 @@ void carp__dis_hosts_free(struct carp_map *last);
 /* Karpenter's eviction cost of a pod: 1 + deletion cost / 2^27 + priority
  * / 2^25, within [-10, 10]. */
 double carp__dis_eviction_cost(const struct carp_pod *p);
+/* Karpenter's disruption cost of a node: the eviction costs of its pods
+ * times the share of its expireAfter left (static deprovisioning orders
+ * by it too). */
+double carp__dis_disruption_cost(const struct carp_cluster *c,
+                                 const struct carp_nodeclaim *nc,
+                                 const struct carp_node *node, int64_t now_ms);
 /* Budgets and candidates at now_ms. provider (may be NULL) prices the
  * candidates from their instance-type, zone and capacity-type labels.
  * Borrowed pointers: valid until the caches next change. */

@@ -6,7 +6,10 @@
  * Drift takes every empty drifted node the budgets allow at once, else
  * the drifted node that drifted first whose pods have room elsewhere or on
  * one new node of any price (a replacement need not be cheaper: the node
- * goes because it is not what its NodePool would make now).
+ * goes because it is not what its NodePool would make now). A static
+ * pool's drifted nodes go like empty ones, as many as the budget allows:
+ * static.provisioning launches the template's replacements once it sees
+ * the deletes.
  *
  * Multi-node consolidation looks at every candidate, not the first 100:
  * a binary search over the candidates in disruption-cost order finds the
@@ -15,7 +18,9 @@
  * one of the next few shorter ones) is deleted or replaced by one cheaper
  * node. Single-node consolidation tries each candidate in
  * turn and stops at the first that can go. Pods waiting for a place are
- * in every simulation, so a move never takes the room they need.
+ * in every simulation, so a move never takes the room they need, and so
+ * are CapacityBuffers' virtual pods: an empty node, or room a move would
+ * fill, that holds a buffer's chunks stays.
  *
  * Balanced pools (consolidationPolicy: Balanced) accept a move only when
  * the share of the pools' price it saves is at least half the share of
@@ -235,7 +240,11 @@ static int drift(const struct carp_cluster *c, struct carp_provider *provider,
   qsort(order, n, sizeof(size_t), by_drift_time);
   for (i = 0; i < n; i++) {
     const struct dis_cand *cd = &a->cands[order[i]];
-    if (!cd->empty ||
+    /* A static pool's node is deleted like an empty one: its pool's
+     * static.provisioning launches the template's replacement as soon as
+     * the delete is seen (the scheduler never places pods on a static
+     * pool, so no simulated replacement could be found for it). */
+    if ((!cd->empty && !a->pools[cd->pool].np->has_replicas) ||
         taken[cd->pool] >= a->pools[cd->pool].allowed[CARP_DISRUPT_DRIFTED])
       continue;
     taken[cd->pool]++;
@@ -251,7 +260,8 @@ static int drift(const struct carp_cluster *c, struct carp_provider *provider,
   for (i = 0; !found && i < n; i++) {
     const struct dis_cand *cd = &a->cands[order[i]];
     struct dis_plan plan;
-    if (!a->pools[cd->pool].allowed[CARP_DISRUPT_DRIFTED])
+    if (!a->pools[cd->pool].allowed[CARP_DISRUPT_DRIFTED] ||
+        a->pools[cd->pool].np->has_replicas)
       continue;
     if (!sim && carp__dis_sim_new(c, provider, a, &sim)) {
       CARP_LOG_WARN("disruption", "cannot build the drift simulation");
@@ -401,6 +411,42 @@ static int single_node(struct dis_sim *sim, const struct dis_analysis *a,
   return 0;
 }
 
+/* Empty nodes may hold the room a CapacityBuffer keeps: of the empty
+ * candidates, only those whose going leaves every held buffer pod a place
+ * stay in the command, taken one by one in order. Returns whether any
+ * does. */
+static int keep_buffer_room(const struct carp_cluster *c,
+                            struct carp_provider *provider,
+                            const struct dis_analysis *a,
+                            struct dis_command *cmd, struct dis_notes *notes)
+{
+  struct dis_sim *sim = NULL;
+  size_t i, kept = 0, nvirt;
+  carp_cluster_virtual_pods(c, &nvirt);
+  if (!nvirt)
+    return 1;
+  if (carp__dis_sim_new(c, provider, a, &sim)) {
+    CARP_LOG_WARN("disruption", "cannot build the simulation for empty nodes "
+                                "that may hold a CapacityBuffer's room");
+    return 0;
+  }
+  for (i = 0; i < cmd->ncands; i++) {
+    struct dis_plan plan;
+    cmd->cands[kept] = cmd->cands[i];
+    carp__dis_sim_run(sim, cmd->cands, kept + 1, 0, &plan);
+    if (plan.decision == DIS_DELETE)
+      kept++;
+    else
+      note(notes, &a->cands[cmd->cands[i]],
+           "it holds room a CapacityBuffer keeps");
+    carp__dis_plan_cleanup(&plan);
+  }
+  carp__dis_sim_free(sim);
+  cmd->ncands = kept;
+  cmd->savings = price_of_set(a, cmd->cands, kept);
+  return kept > 0;
+}
+
 int carp__dis_decide(const struct carp_cluster *c,
                      struct carp_provider *provider,
                      const struct dis_analysis *a, struct dis_command *cmd,
@@ -409,7 +455,12 @@ int carp__dis_decide(const struct carp_cluster *c,
   struct dis_sim *sim = NULL;
   size_t *cands, n;
   int found = 0, rc;
-  if (emptiness(a, cmd) || drift(c, provider, a, cmd, notes))
+  if (emptiness(a, cmd)) {
+    if (keep_buffer_room(c, provider, a, cmd, notes))
+      return 1;
+    carp__dis_command_cleanup(cmd);
+  }
+  if (drift(c, provider, a, cmd, notes))
     return 1;
   cands = carp_calloc(a->ncands + 1, sizeof(size_t));
   n = consolidation_candidates(a, 0, cands);

@@ -11,7 +11,8 @@
  * claim's instance types cost strictly less than the set does now
  * (replace, with only those types allowed). NodePool limits still count
  * the candidates, which are removed only after the replacement is up: a
- * pool at its limit can delete but not replace. */
+ * pool at its limit can delete but not replace. CapacityBuffers' virtual
+ * pods that have room now must keep it (hold_buffers). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,9 @@ struct dis_sim {
   size_t *pod_count;
   size_t pending_start; /* the pending pods, after every candidate's */
   size_t npending;
+  /* The first nheld pending pods: CapacityBuffers' virtual pods that have
+   * room now. A move must leave them room (see hold_buffers). */
+  size_t nheld;
   uint8_t *removed; /* per problem node, during a run */
   struct carp_sched_pod *pods_buf;
   struct carp_sched_bound_pod *bound_buf;
@@ -225,14 +229,55 @@ static size_t relevant_bound(struct dis_sim *s, size_t npods)
   return n;
 }
 
+/* CapacityBuffers keep room: their virtual pods that fit now without a
+ * new NodeClaim (a solve of the pending pods on the cluster as it is) are
+ * moved to the front of the pending pods and counted in nheld; run()
+ * treats them like the candidates' pods, so a move must leave them room
+ * (or make it in its replacement). Buffers still waiting for capacity
+ * are the provisioner's, like other pending pods. */
+static void hold_buffers(struct dis_sim *s)
+{
+  struct carp_sched_problem p = s->pr.p;
+  struct carp_sched_result *res = NULL;
+  struct carp_sched_pod *pods = (struct carp_sched_pod *)s->pr.p.pods;
+  struct carp_sched_pod *sp;
+  const struct carp_pod **cp;
+  size_t i, at, n = s->npending;
+  p.pods = &pods[s->pending_start];
+  p.npods = n;
+  if (carp_sched_solve(&p, &res))
+    return;
+  sp = carp_calloc(n + 1, sizeof(*sp));
+  cp = carp_calloc(n + 1, sizeof(*cp));
+  for (i = 0, at = 0; i < n; i++)
+    if (carp_pod_is_virtual(s->pr.pods[s->pending_start + i]) &&
+        res->assignments[i].target == CARP_SCHED_ON_NODE) {
+      sp[at] = pods[s->pending_start + i];
+      cp[at++] = s->pr.pods[s->pending_start + i];
+    }
+  s->nheld = at;
+  for (i = 0; i < n; i++)
+    if (!carp_pod_is_virtual(s->pr.pods[s->pending_start + i]) ||
+        res->assignments[i].target != CARP_SCHED_ON_NODE) {
+      sp[at] = pods[s->pending_start + i];
+      cp[at++] = s->pr.pods[s->pending_start + i];
+    }
+  memcpy(&pods[s->pending_start], sp, n * sizeof(*sp));
+  memcpy(&s->pr.pods[s->pending_start], cp, n * sizeof(*cp));
+  carp_free(sp);
+  carp_free(cp);
+  carp_sched_result_free(res);
+}
+
 int carp__dis_sim_new(const struct carp_cluster *c,
                       struct carp_provider *provider,
                       const struct dis_analysis *a, struct dis_sim **out)
 {
   struct dis_sim *s = CARP_NEW(struct dis_sim);
   const struct carp_pod **pending;
+  const struct carp_pod *const *virt;
   struct carp_prov_input in;
-  size_t total = 0, i, j, k, n;
+  size_t total = 0, i, j, k, n, nvirt;
   int rc;
 
   s->c = c;
@@ -242,6 +287,8 @@ int carp__dis_sim_new(const struct carp_cluster *c,
     total += n;
   }
   total += carp_store_len(carp_informer_store(c->pods));
+  virt = carp_cluster_virtual_pods(c, &nvirt);
+  total += nvirt;
   pending = carp_calloc(total + 1, sizeof(*pending));
   s->pod_start = carp_calloc(a->ncands + 1, sizeof(size_t));
   s->pod_count = carp_calloc(a->ncands + 1, sizeof(size_t));
@@ -266,6 +313,8 @@ int carp__dis_sim_new(const struct carp_cluster *c,
       if (carp_pod_is_provisionable((const struct carp_pod *)m) && k < total)
         pending[k++] = (const struct carp_pod *)m;
   }
+  for (i = 0; i < nvirt && k < total; i++)
+    pending[k++] = virt[i];
   s->npending = k - s->pending_start;
   memset(&in, 0, sizeof(in));
   in.pending = pending;
@@ -287,6 +336,8 @@ int carp__dis_sim_new(const struct carp_cluster *c,
         break;
       }
   }
+  if (nvirt)
+    hold_buffers(s);
   s->removed = carp_calloc(s->pr.p.nnodes + 1, 1);
   s->pods_buf = carp_calloc(k + 1, sizeof(*s->pods_buf));
   s->bound_buf = carp_calloc(s->pr.p.nbound_pods + 1, sizeof(*s->bound_buf));
@@ -434,7 +485,7 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
   const struct carp_sched_unschedulable *u;
   const struct carp_sched_claim *cl;
   double price_now = 0;
-  size_t i, npods = 0, nbound, ncand;
+  size_t i, npods = 0, nbound, ncand, nmust;
   int unknown_price = 0, more;
 
   memset(out, 0, sizeof(*out));
@@ -456,6 +507,8 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
     price_now += cd->price;
   }
   ncand = npods;
+  /* Held buffer pods must keep room, like the candidates' pods. */
+  nmust = ncand + s->nheld;
   memcpy(&s->pods_buf[npods], &s->pr.p.pods[s->pending_start],
          s->npending * sizeof(*s->pods_buf));
   npods += s->npending;
@@ -473,9 +526,12 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
 
   if (carp_sched_solve(&p, &res)) {
     none(out, "the simulation failed", NULL);
-  } else if ((u = stuck(res, ncand))) {
-    none(out, "its pods cannot move: ", u->message);
-  } else if (!(cl = candidate_claim(res, ncand, &more))) {
+  } else if ((u = stuck(res, nmust))) {
+    none(out,
+         u->pod < ncand ? "its pods cannot move: "
+                        : "it holds room a CapacityBuffer keeps: ",
+         u->message);
+  } else if (!(cl = candidate_claim(res, nmust, &more))) {
     out->decision = DIS_DELETE;
   } else if (more) {
     none(out, "can't remove without creating more than one node", NULL);
@@ -486,7 +542,7 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
     replacement(s, cl, cap, out);
   }
   if (out->decision == DIS_NONE && unknown_price && allow_replace && res &&
-      stuck(res, ncand))
+      stuck(res, nmust))
     snprintf(out->why, sizeof(out->why), "%s",
              "its price is unknown (instance type, zone or capacity type "
              "label missing)");

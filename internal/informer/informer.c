@@ -60,6 +60,8 @@ struct carp_informer {
   int untrusted;           /* the watch in flight delivered a bad version */
   unsigned watch_failures; /* transport failures in a row */
   int need_relist;         /* after backoff: list (1) or watch (0) */
+  int optional;            /* a 404 on the list means the API is absent */
+  int absent;              /* ... and it was, at the last list */
   char *rv;                /* last resourceVersion seen */
   char *cont;              /* continue token of the list in progress */
   struct carp_map seen;    /* keys seen by the list in progress (borrowed) */
@@ -233,7 +235,9 @@ static void seen_add(struct carp_informer *inf, const char *key)
   carp_map_puts(&inf->seen, copy, copy);
 }
 
-static void finish_list(struct carp_informer *inf)
+/* The list in progress is complete: what the store holds and the list
+ * did not return is deleted, and the informer is synced. */
+static void settle_list(struct carp_informer *inf)
 {
   struct carp_store_iter it;
   struct carp_objmeta *obj;
@@ -273,8 +277,35 @@ static void finish_list(struct carp_informer *inf)
       if (inf->handlers[i].on_synced)
         inf->handlers[i].on_synced(inf->handlers[i].arg);
   }
+}
+
+static void finish_list(struct carp_informer *inf)
+{
+  if (inf->absent)
+    CARP_LOG_INFO("informer", "API served now",
+                  CARP_F_STR("kind", kind_name(inf)),
+                  CARP_F_STR("path", inf->path));
+  inf->absent = 0;
+  settle_list(inf);
   if (!inf->closing)
     start_watch(inf);
+}
+
+/* An optional informer's API is not served: an empty list, in effect
+ * (every cached object goes), and another look later. */
+static void list_absent(struct carp_informer *inf)
+{
+  if (!inf->absent)
+    CARP_LOG_INFO("informer", "API not served; running without it until it is",
+                  CARP_F_STR("kind", kind_name(inf)),
+                  CARP_F_STR("path", inf->path));
+  inf->absent = 1;
+  CARP_FREE(&inf->cont);
+  seen_reset(inf);
+  settle_list(inf);
+  inf->state = INF_BACKOFF;
+  inf->need_relist = 1;
+  uv_timer_start(&inf->timer, on_timer, CARP_INFORMER_ABSENT_RETRY_MS, 0);
 }
 
 /* One item of a list page: decoded into the store, or, when it cannot be
@@ -365,6 +396,10 @@ static void on_list_page(const struct carp_kube_result *res, void *arg)
       CARP_FREE(&inf->cont);
       seen_reset(inf);
       start_list(inf);
+      return;
+    }
+    if (res->err == CARP_ENOTFOUND && inf->optional && !inf->cont) {
+      list_absent(inf);
       return;
     }
     CARP_LOG_WARN("informer", "list failed", CARP_F_STR("kind", kind_name(inf)),
@@ -644,6 +679,7 @@ int carp_informer_new(uv_loop_t *loop, struct carp_kube *kube,
   inf->label_selector = carp_strdup(o->label_selector);
   inf->field_selector = carp_strdup(o->field_selector);
   inf->page_size = o->page_size ? o->page_size : 500;
+  inf->optional = o->optional;
   inf->min_watch = o->min_watch_seconds ? o->min_watch_seconds : 300;
   inf->max_watch = o->max_watch_seconds ? o->max_watch_seconds : 600;
   if (inf->max_watch < inf->min_watch)
@@ -691,6 +727,11 @@ int carp_informer_start(struct carp_informer *inf)
 int carp_informer_synced(const struct carp_informer *inf)
 {
   return inf->synced && !inf->stale;
+}
+
+int carp_informer_absent(const struct carp_informer *inf)
+{
+  return inf->absent;
 }
 
 struct carp_store *carp_informer_store(struct carp_informer *inf)

@@ -77,17 +77,6 @@ static int in_grace(struct nodeclass_ctl *c,
 
 /* ---- the write ---- */
 
-static void on_written(struct carp_controller *c, const char *key,
-                       const struct carp_kube_result *res, void *arg)
-{
-  (void)arg;
-  /* On success the watch event of the write queues the class again. */
-  if (!res->err || res->err == CARP_ENOTFOUND)
-    carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
-  else
-    carp_write_done(c, key, res);
-}
-
 static void write_status(struct carp_controller *c,
                          const struct carp_nodeclass *cls,
                          const struct carp_nodeclass_status *st,
@@ -110,7 +99,8 @@ static void write_status(struct carp_controller *c,
         CARP_F_STR("ready",
                    ready ? carp_cond_status_name(ready->status) : "Unknown"),
         CARP_F_STR("reason", ready ? ready->reason : ""));
-    rc = carp_write_patch(c, key, &ref, body.ptr, body.len, on_written, NULL);
+    rc = carp_write_patch(c, key, &ref, body.ptr, body.len,
+                          carp_write_done_until_event, NULL);
   }
   carp_buf_free(&body);
   if (rc)

@@ -108,8 +108,10 @@ static void batch_close(struct write_batch *b)
     batch_finish(b);
 }
 
-/* {"metadata":{"resourceVersion":rv,"annotations":{hash,version}}} */
-static int hash_patch(const char *rv, const char *hash, struct carp_buf *out)
+/* {"metadata":{"resourceVersion":rv,"annotations":{hash,version[,mode]}}}
+ * (mode NULL: left as it is). */
+static int hash_patch(const char *rv, const char *hash, const char *mode,
+                      struct carp_buf *out)
 {
   struct carp_jw w;
   carp_jw_init(&w, out);
@@ -121,6 +123,8 @@ static int hash_patch(const char *rv, const char *hash, struct carp_buf *out)
   carp_jw_obj(&w);
   carp_jw_kstr(&w, CARP_ANN_NODEPOOL_HASH, hash);
   carp_jw_kstr(&w, CARP_ANN_NODEPOOL_HASH_VER, CARP_NODEPOOL_HASH_VERSION);
+  if (mode)
+    carp_jw_kstr(&w, CARP_ANN_NODEPOOL_MODE, mode);
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
@@ -173,15 +177,28 @@ static int write_status(struct carp_controller *c,
   return 1;
 }
 
+/* The mode annotation is missing (or not a mode): stamp the spec's. A
+ * switched pool keeps its stamp (the status says why it is refused). */
+static const char *mode_to_stamp(const struct carp_nodepool *np)
+{
+  const char *was =
+      carp_kvset_get(np->meta.annotations, CARP_ANN_NODEPOOL_MODE);
+  if (was && (!strcmp(was, CARP_NODEPOOL_MODE_STATIC) ||
+              !strcmp(was, CARP_NODEPOOL_MODE_DYNAMIC)))
+    return NULL;
+  return carp_nodepool_mode(np);
+}
+
 static int stamp_pool(struct carp_controller *c, const struct carp_nodepool *np,
                       const char *key)
 {
   struct carp_buf body;
   struct write_batch *b;
-  if (!carp_nodepool_hash_stale(np))
+  const char *mode = mode_to_stamp(np);
+  if (!carp_nodepool_hash_stale(np) && !mode)
     return 0;
   carp_buf_init(&body, 4096);
-  hash_patch(np->meta.resource_version, np->hash, &body);
+  hash_patch(np->meta.resource_version, np->hash, mode, &body);
   CARP_LOG_INFO(LOGGER, "stamping the template hash",
                 CARP_F_STR("nodepool", key), CARP_F_STR("hash", np->hash));
   b = batch_new(c, key, "hash");
@@ -208,7 +225,7 @@ static int stamp_claims(struct carp_controller *c,
     if (!b)
       b = batch_new(c, key, "nodeclaim hash");
     carp_buf_init(&body, 4096);
-    hash_patch(nc->meta.resource_version, np->hash, &body);
+    hash_patch(nc->meta.resource_version, np->hash, NULL, &body);
     CARP_LOG_INFO(LOGGER, "re-stamping the template hash",
                   CARP_F_STR("nodepool", key),
                   CARP_F_STR("nodeclaim", nc->meta.name));

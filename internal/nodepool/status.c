@@ -2,6 +2,7 @@
  * without I/O - validation and class readiness conditions (Karpenter's
  * nodepool/validation and nodepool/readiness), the counter's resources and
  * node count (nodepool/counter) - and the merge patch that writes it. */
+#include <stdio.h>
 #include <string.h>
 
 #include "carpenter/api_encode.h"
@@ -90,10 +91,22 @@ int carp_nodepool_status_compute(const struct carp_nodepool *np,
                                  struct carp_nodepool_status *st)
 {
   int64_t gen = np->meta.generation;
+  const char *was;
   int changed = 0;
   size_t i;
 
-  if (np->valid)
+  if (np->valid && (was = carp_nodepool_mode_switched(np))) {
+    char msg[512];
+    snprintf(msg, sizeof(msg),
+             "spec: Invalid value: \"object\": Cannot transition NodePool "
+             "between static (replicas set) and dynamic (replicas unset) "
+             "provisioning modes (it was %s; recreate the NodePool to change "
+             "its mode)",
+             was);
+    changed |= carp_conditions_set(
+        &st->conditions, &carp_condset_nodepool, CARP_COND_VALIDATION_SUCCEEDED,
+        CARP_COND_FALSE, CARP_REASON_NODEPOOL_INVALID, msg, gen, now_ms);
+  } else if (np->valid)
     changed |= carp_conditions_set(&st->conditions, &carp_condset_nodepool,
                                    CARP_COND_VALIDATION_SUCCEEDED,
                                    CARP_COND_TRUE, NULL, NULL, gen, now_ms);

@@ -32,6 +32,40 @@ static enum carp_op op_back(enum carp_sched_op op)
   return CARP_OP_IN;
 }
 
+/* The class hash the VM is launched with, so a later change of the
+ * class's spec shows as drift (Karpenter stamps its EC2NodeClass hash the
+ * same way). The status hash is the controller's, which includes the
+ * user-data text the provisioner never reads. */
+static void class_hash(const struct carp_cluster *c,
+                       const struct carp_nodepool *pool, struct carp_kv kv[2],
+                       struct carp_nodeclaim_create *in)
+{
+  const struct carp_nodeclass *nc =
+      carp_cluster_nodeclass(c, pool->tmpl.node_class_ref.name);
+  if (!nc || !nc->status.spec_hash)
+    return;
+  kv[0].key = CARP_ANN_NODECLASS_HASH;
+  kv[0].value = nc->status.spec_hash;
+  kv[1].key = CARP_ANN_NODECLASS_HASH_VER;
+  kv[1].value = CARP_NODECLASS_HASH_VERSION;
+  in->annotations = kv;
+  in->nannotations = 2;
+}
+
+int carp_prov_claim_encode_pool(const struct carp_cluster *c,
+                                const struct carp_nodepool *pool,
+                                struct carp_buf *body)
+{
+  struct carp_nodeclaim_create in;
+  struct carp_kv kv[2];
+  memset(&in, 0, sizeof(in));
+  in.pool = pool;
+  in.requirements = pool->tmpl.requirements;
+  in.nrequirements = pool->tmpl.nrequirements;
+  class_hash(c, pool, kv, &in);
+  return carp_nodeclaim_encode_create(&in, body);
+}
+
 int carp_prov_claim_encode(struct carp_prov_problem *pr,
                            const struct carp_cluster *c,
                            const struct carp_sched_claim *cl,
@@ -46,8 +80,7 @@ int carp_prov_claim_encode(struct carp_prov_problem *pr,
       carp_arena_array(&pr->arena, cl->ninstance_types + 1, sizeof(char *));
   struct carp_nodeclaim_create in;
   struct carp_resources requests;
-  const struct carp_nodeclass *nc;
-  struct carp_kv class_hash[2];
+  struct carp_kv kv[2];
   size_t i, n = 0, nopt = 0;
   int rc;
 
@@ -88,19 +121,7 @@ int carp_prov_claim_encode(struct carp_prov_problem *pr,
   in.requirements = reqs;
   in.nrequirements = n;
   in.requests = &requests;
-  /* The class hash the VM is launched with, so a later change of the
-   * class's spec shows as drift (Karpenter stamps its EC2NodeClass hash
-   * the same way). The status hash is the controller's, which includes
-   * the user-data text the provisioner never reads. */
-  nc = carp_cluster_nodeclass(c, pool->tmpl.node_class_ref.name);
-  if (nc && nc->status.spec_hash) {
-    class_hash[0].key = CARP_ANN_NODECLASS_HASH;
-    class_hash[0].value = nc->status.spec_hash;
-    class_hash[1].key = CARP_ANN_NODECLASS_HASH_VER;
-    class_hash[1].value = CARP_NODECLASS_HASH_VERSION;
-    in.annotations = class_hash;
-    in.nannotations = 2;
-  }
+  class_hash(c, pool, kv, &in);
   rc = carp_nodeclaim_encode_create(&in, body);
   carp_resources_cleanup(&requests);
   return rc;

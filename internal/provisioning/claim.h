@@ -1,6 +1,6 @@
 /* claim.h: a NodeClaim to create from a solved claim - shared by the
  * provisioner and by consolidation, whose replacements are the same kind
- * of NodeClaim. */
+ * of NodeClaim - or from a NodePool's template alone (static pools). */
 #ifndef CARP_PROV_CLAIM_H
 #define CARP_PROV_CLAIM_H
 
@@ -27,5 +27,13 @@ int carp_prov_claim_encode(struct carp_prov_problem *pr,
                            double below_price, struct carp_buf *body,
                            struct carp_resources *capacity,
                            struct carp_buf *types, double *price);
+
+/* The create body of a NodeClaim of pool's template alone (static
+ * NodePools: no pods, so no requests; the provider launches the cheapest
+ * instance type the template's requirements allow), with the class hash
+ * annotations, named by generateName "<pool>-". */
+int carp_prov_claim_encode_pool(const struct carp_cluster *c,
+                                const struct carp_nodepool *pool,
+                                struct carp_buf *body);
 
 #endif

@@ -29,6 +29,7 @@
 #include "carpenter/log.h"
 #include "carpenter/metrics.h"
 #include "carpenter/rand.h"
+#include "buffers.h"
 #include "claim.h"
 #include "fold.h"
 #include "problem.h"
@@ -83,9 +84,19 @@ static void trigger(struct carp_provisioner *p, const char *key)
 static void pod_event(struct carp_controller *c, const struct carp_objmeta *old,
                       const struct carp_objmeta *obj, int deleted)
 {
-  (void)old;
-  if (!deleted && carp_pod_is_provisionable((const struct carp_pod *)obj))
+  const struct carp_pod *p = (const struct carp_pod *)obj;
+  size_t nvirtual;
+  if (deleted)
+    return;
+  if (carp_pod_is_provisionable(p)) {
     trigger(PROV(c), obj->uid);
+    return;
+  }
+  /* A pod took room on a node: a CapacityBuffer may have held it. */
+  carp_cluster_virtual_pods(c->env.cluster, &nvirtual);
+  if (nvirtual && p->node_name &&
+      (!old || !((const struct carp_pod *)old)->node_name))
+    trigger(PROV(c), NULL);
 }
 
 static int has_disrupted_taint(const struct carp_node *n)
@@ -162,9 +173,8 @@ static void withdraw(struct create *cr)
 {
   struct carp_cluster *cluster = cr->p->base.env.cluster;
   size_t i;
-  /* The claim was never made: free the capacity the batch counted. */
-  carp_cluster_expect_claim(cluster, cr->name, cr->nodepool,
-                            &(struct carp_resources){0});
+  /* The claim was never made: free what the batch counted. */
+  carp_cluster_forget_claim(cluster, cr->name);
   for (i = 0; i < cr->npods; i++)
     carp_cluster_nominate(cluster, cr->pod_uids[i], cr->name, 0);
 }
@@ -262,16 +272,18 @@ static void start_create(struct carp_provisioner *p,
   cr->body = carp_buf_steal(&body, NULL);
   cr->pod_uids = carp_calloc(cl->npods + 1, sizeof(char *));
   for (i = 0; i < cl->npods; i++)
-    cr->pod_uids[cr->npods++] = carp_strdup(pr->pods[cl->pods[i]]->meta.uid);
+    if (!carp_pod_is_virtual(pr->pods[cl->pods[i]]))
+      cr->pod_uids[cr->npods++] = carp_strdup(pr->pods[cl->pods[i]]->meta.uid);
   if (send_create(cr)) {
     create_free(cr);
     return;
   }
-  /* Tell the pods where they are going. */
+  /* Tell the pods where they are going (a buffer's are not objects). */
   for (i = 0; i < cl->npods; i++)
-    carp_controller_event(&p->base, &pr->pods[cl->pods[i]]->meta, "v1",
-                          CARP_EVENT_NORMAL, "Nominated",
-                          "Pod should schedule on: nodeclaim/%s", cr->name);
+    if (!carp_pod_is_virtual(pr->pods[cl->pods[i]]))
+      carp_controller_event(&p->base, &pr->pods[cl->pods[i]]->meta, "v1",
+                            CARP_EVENT_NORMAL, "Nominated",
+                            "Pod should schedule on: nodeclaim/%s", cr->name);
 }
 
 /* ---- the batch ---- */
@@ -290,16 +302,20 @@ static void log_folded(enum carp_log_level level, const char *msg,
              CARP_F_UINT("moreReasons", f->n - MAX_LOG_GROUPS));
 }
 
-static void report_unschedulable(struct carp_provisioner *p,
-                                 struct carp_prov_problem *pr,
-                                 const struct carp_sched_result *res)
+/* Returns how many real pods fit nowhere (a buffer's are its status'). */
+static size_t report_unschedulable(struct carp_provisioner *p,
+                                   struct carp_prov_problem *pr,
+                                   const struct carp_sched_result *res)
 {
   struct carp_prov_fold f;
-  size_t i;
+  size_t i, n = 0;
   carp_prov_fold_init(&f);
   for (i = 0; i < res->nunschedulable; i++) {
     const struct carp_sched_unschedulable *u = &res->unschedulable[i];
     const struct carp_pod *pod = pr->pods[u->pod];
+    if (carp_pod_is_virtual(pod))
+      continue;
+    n++;
     carp_prov_fold_add(&f, u->message, pod->meta.key);
     carp_controller_event(&p->base, &pod->meta, "v1", CARP_EVENT_WARNING,
                           "FailedScheduling", "Failed to schedule pod, %s",
@@ -307,6 +323,7 @@ static void report_unschedulable(struct carp_provisioner *p,
   }
   log_folded(CARP_LOG_INFO, "could not schedule pods", &f);
   carp_prov_fold_free(&f);
+  return n;
 }
 
 /* Pods headed for a Node that has not taken them well after it came:
@@ -362,8 +379,9 @@ static uint64_t report_waiting(struct carp_provisioner *p,
   return (uint64_t)next;
 }
 
+/* The provisionable pods, then every virtual pod (*nvirtual of them). */
 static size_t collect_pending(struct carp_provisioner *p,
-                              const struct carp_pod ***out)
+                              const struct carp_pod ***out, size_t *nvirtual)
 {
   struct carp_store_iter it;
   struct carp_objmeta *m;
@@ -381,8 +399,9 @@ static size_t collect_pending(struct carp_provisioner *p,
     }
     v[n++] = pod;
   }
+  *nvirtual = carp_prov_add_virtual(p->base.env.cluster, &v, n, &cap);
   *out = v;
-  return n;
+  return n + *nvirtual;
 }
 
 static void nominate_existing(struct carp_provisioner *p,
@@ -393,7 +412,7 @@ static void nominate_existing(struct carp_provisioner *p,
   for (i = 0; i < pr->p.npods; i++) {
     const struct carp_sched_assignment *a = &res->assignments[i];
     const char *target;
-    if (a->target != CARP_SCHED_ON_NODE)
+    if (a->target != CARP_SCHED_ON_NODE || carp_pod_is_virtual(pr->pods[i]))
       continue;
     target = pr->node_names[a->index];
     carp_cluster_nominate(p->base.env.cluster, pr->pods[i]->meta.uid, target,
@@ -413,11 +432,12 @@ static void reconcile(struct carp_controller *c, const char *key)
   struct carp_sched_result *res = NULL;
   const struct carp_pod **pending = NULL;
   uint64_t start, again = 0, wait_next;
-  size_t npending, i;
+  size_t npending, nvirtual, buffers_waiting = 0, i;
   int rc;
 
-  npending = collect_pending(p, &pending);
-  carp_metric_set(p->m_queue, CARP_VALUES("provisioner"), (double)npending);
+  npending = collect_pending(p, &pending, &nvirtual);
+  carp_metric_set(p->m_queue, CARP_VALUES("provisioner"),
+                  (double)(npending - nvirtual));
   start = carp_controller_mono(c);
   memset(&in, 0, sizeof(in));
   in.pending = pending;
@@ -443,7 +463,8 @@ static void reconcile(struct carp_controller *c, const char *key)
   }
   CARP_LOG(res->nclaims ? CARP_LOG_INFO : CARP_LOG_DEBUG, "provisioner",
            "computed new nodeclaim(s) to fit pod(s)",
-           CARP_F_UINT("pods", pr.p.npods),
+           CARP_F_UINT("pods", pr.p.npods - nvirtual),
+           CARP_F_UINT("bufferPods", nvirtual),
            CARP_F_UINT("nominatedBefore", pr.nheaded),
            CARP_F_UINT("onDeletingNodes", pr.nmoving),
            CARP_F_UINT("nodeclaims", res->nclaims),
@@ -452,14 +473,17 @@ static void reconcile(struct carp_controller *c, const char *key)
   nominate_existing(p, &pr, res);
   for (i = 0; i < res->nclaims; i++)
     start_create(p, &pr, &res->claims[i]);
-  report_unschedulable(p, &pr, res);
-  p->unschedulable = (double)res->nunschedulable;
+  p->unschedulable = (double)report_unschedulable(p, &pr, res);
   /* Pods that fit nowhere are tried again later (capacity may free up,
    * limits may change) without waiting for a pod event; so are pods
    * headed somewhere, whose nomination may lapse or whose node may need
-   * reporting. */
-  if (res->nunschedulable || pr.nheaded || res->nclaims)
+   * reporting, and buffers whose room is not on Ready nodes yet. */
+  if (nvirtual)
+    buffers_waiting = carp_prov_buffers_placed(c->env.cluster, &pr, res);
+  if (res->nunschedulable || pr.nheaded || res->nclaims || buffers_waiting)
     again = RETRY_MS;
+  if (nvirtual && p->o.on_buffers_placed)
+    p->o.on_buffers_placed(p->o.on_buffers_placed_arg);
   if (wait_next && (!again || wait_next < again))
     again = wait_next;
 done:

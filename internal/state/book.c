@@ -44,6 +44,7 @@ struct book {
   struct carp_map activity;    /* node name (interned) -> int64 ms */
   struct carp_map marks;       /* nodeclaim name -> name copy */
   struct carp_clock *clock;    /* NULL: the system clock */
+  struct carp_vbook *virt;     /* virtual.c */
   uv_timer_t sweep;
 };
 
@@ -55,6 +56,11 @@ static struct book *book_of(const struct carp_cluster *c)
 static int64_t now_ms(const struct book *b)
 {
   return carp_clock_wall_ms(b->clock);
+}
+
+struct carp_vbook *carp__cluster_vbook(const struct carp_cluster *c)
+{
+  return book_of(c)->virt;
 }
 
 void carp_cluster_set_clock(struct carp_cluster *c, struct carp_clock *clock)
@@ -103,6 +109,11 @@ static void drop_expect(struct book *b, const char *name)
   struct expect *e = carp_map_dels(&b->expects, name);
   if (e)
     expect_free(e);
+}
+
+void carp_cluster_forget_claim(struct carp_cluster *c, const char *name)
+{
+  drop_expect(book_of(c), name);
 }
 
 static int launched(const struct carp_nodeclaim *nc)
@@ -467,6 +478,7 @@ void carp__cluster_book_init(struct carp_cluster *c,
   carp_map_init(&b->targets);
   carp_map_init(&b->activity);
   carp_map_init(&b->marks);
+  b->virt = carp__vbook_new();
   c->priv = b;
   carp_informer_add_handlers(c->pods, &ph);
   carp_informer_add_handlers(c->nodeclaims, &ch);
@@ -512,6 +524,8 @@ void carp__cluster_book_free(struct carp_cluster *c)
   while (carp_map_next(&b->marks, &it, NULL, NULL, &v))
     carp_free(v);
   carp_map_free(&b->marks);
+  carp__vbook_free(b->virt);
+  b->virt = NULL;
   c->priv = NULL;
   uv_close((uv_handle_t *)&b->sweep, on_sweep_closed);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
+#include "carpenter/capacitybuffer.h"
 #include "carpenter/error.h"
 #include "carpenter/log.h"
 
@@ -43,6 +44,9 @@ static int add(struct carp_cluster *c, const struct carp_kind *kind,
   int rc;
   memset(&o, 0, sizeof(o));
   o.kind = kind;
+  /* CapacityBuffers are Cluster Autoscaler's API: a cluster may not have
+   * the CRD, and Carpenter runs without it then. */
+  o.optional = kind == &carp_kind_capacitybuffer;
   rc = carp_informer_new(c->loop, c->kube, &o, slot);
   if (!rc)
     c->all[c->nall++] = *slot;
@@ -67,7 +71,8 @@ int carp_cluster_new(uv_loop_t *loop, struct carp_kube *kube,
       (rc = add(c, &carp_kind_pdb, &c->pdbs)) ||
       (rc = add(c, &carp_kind_daemonset, &c->daemonsets)) ||
       (rc = add(c, &carp_kind_volumeattachment, &c->volumeattachments)) ||
-      (rc = add(c, &carp_kind_pvc, &c->pvcs))) {
+      (rc = add(c, &carp_kind_pvc, &c->pvcs)) ||
+      (rc = add(c, &carp_kind_capacitybuffer, &c->capacitybuffers))) {
     carp_cluster_close(c, NULL, NULL);
     return rc;
   }

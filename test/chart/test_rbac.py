@@ -8,7 +8,9 @@ Proxmox privileges that docs/getting-started.md tells users to grant.
 The scenario, with leader election on (the Lease in kube-system, found
 through POD_NAMESPACE as the chart sets it):
 1. scale-up on a Template-mode NodePool and on a UserData-mode NodePool
-   (the user-data Secret is read), with a DaemonSet and a PDB;
+   (the user-data Secret is read), with a DaemonSet and a PDB; two
+   CapacityBuffers of 0 chunks (a PodTemplate and a Deployment read, their
+   status written);
 2. `kubectl delete nodeclaim`: taint, evictions through the Eviction API, a
    do-not-disrupt pod deleted at the terminationGracePeriod, VM, Node and
    NodeClaim gone (meanwhile a pod that fits no NodePool keeps getting the
@@ -47,7 +49,7 @@ import e2elib  # noqa: E402
 from e2elib import (E2ETest, daemonset_yaml, deployment_yaml,  # noqa: E402
                     item_list, nodepool_yaml, wait_until)
 from carptest import Carpenter, http_get  # noqa: E402
-from sims import Env  # noqa: E402
+from sims import CAPACITYBUFFER_CRD, Env  # noqa: E402
 
 NAMESPACE = "kube-system"
 USER = "carpenter"
@@ -55,6 +57,12 @@ SOURCE_DIR = chartlib.SOURCE_DIR
 
 # Granted but not exercised by the scenario; each needs a reason.
 ALLOWED_UNUSED = {
+    ("apps", "statefulsets", "get"):
+        "a CapacityBuffer's scalableRef may name a StatefulSet; the scenario's "
+        "buffer names a Deployment (the same code path)",
+    ("apps", "replicasets", "get"):
+        "a CapacityBuffer's scalableRef may name a ReplicaSet; the scenario's "
+        "buffer names a Deployment (the same code path)",
 }
 
 # Requests outside any resource: discovery, which every authenticated user
@@ -175,7 +183,8 @@ class ChartRBACTest(E2ETest):
         cls.docs = chartlib.render(["rbac.yaml"], namespace=NAMESPACE)
         token = secrets.token_hex(16)
         cls.privs = pve_privileges()
-        cls.env = Env(kube_args=["--rbac", "--user", "%s=%s" % (token, USER)],
+        cls.env = Env(kube_args=["--rbac", "--user", "%s=%s" % (token, USER),
+                                 "--crds", CAPACITYBUFFER_CRD],
                       pve_args=["--token-privs", ",".join(cls.privs)])
         env = cls.env
         cls.carpenter = None
@@ -235,6 +244,32 @@ spec:
                             annotations={"karpenter.sh/do-not-disrupt":
                                          "true"})))
         self.apply(deployment_yaml("udapp", "ud", replicas=1))
+        # CapacityBuffers keeping no room (0 chunks): their templates read
+        # and their status written, nothing launched for them.
+        self.apply(item_list(
+            json.dumps({"apiVersion": "v1", "kind": "PodTemplate",
+                        "metadata": {"name": "chunk", "namespace": "default"},
+                        "template": {"spec": {"containers": [{
+                            "name": "c", "image": "registry.k8s.io/pause:3.9",
+                            "resources": {"requests": {"cpu": "1"}}}]}}}),
+            json.dumps({"apiVersion": "autoscaling.x-k8s.io/v1beta1",
+                        "kind": "CapacityBuffer",
+                        "metadata": {"name": "tmpl", "namespace": "default"},
+                        "spec": {"podTemplateRef": {"name": "chunk"},
+                                 "replicas": 0}}),
+            json.dumps({"apiVersion": "autoscaling.x-k8s.io/v1beta1",
+                        "kind": "CapacityBuffer",
+                        "metadata": {"name": "web", "namespace": "default"},
+                        "spec": {"scalableRef": {"apiGroup": "apps",
+                                                 "kind": "Deployment",
+                                                 "name": "web"},
+                                 "replicas": 0}})))
+        for name in ("tmpl", "web"):
+            wait_until(lambda name=name: any(
+                c["type"] == "Provisioning" and c["reason"] == "BufferEmpty"
+                for c in self.get("capacitybuffers", name, "default").get(
+                    "status", {}).get("conditions", [])), 30,
+                what="buffer %s's status written" % name)
         # No NodePool fits it: its FailedScheduling event repeats, and a
         # repeat is folded into a patch of the first event.
         self.apply(deployment_yaml("stray", "none", replicas=1))

@@ -79,13 +79,15 @@ def offline():
     print(f"# YAML parser: {cc.LOADER_NAME}")
     crds = cc.load_crds()
 
-    def t_three_crds():
+    def t_four_crds():
         want = {"NodePool": "nodepools.karpenter.sh",
                 "NodeClaim": "nodeclaims.karpenter.sh",
-                "ProxmoxNodeClass": "proxmoxnodeclasses.carpenter.dev"}
+                "ProxmoxNodeClass": "proxmoxnodeclasses.carpenter.dev",
+                "CapacityBuffer": "capacitybuffers.autoscaling.x-k8s.io"}
         assert {k: v["metadata"]["name"] for k, v in crds.items()} == want, \
             sorted(crds)
-    check("crds: NodePool, NodeClaim and ProxmoxNodeClass are defined", t_three_crds)
+    check("crds: NodePool, NodeClaim, ProxmoxNodeClass and CapacityBuffer "
+          "are defined", t_four_crds)
 
     for kind, crd in sorted(crds.items()):
         spec = crd["spec"]
@@ -97,12 +99,16 @@ def offline():
             assert crd["metadata"]["name"] == f"{n['plural']}.{spec['group']}"
             assert n["kind"] == kind and n["listKind"] == kind + "List"
             assert n["singular"] == kind.lower()
-            assert spec["scope"] == "Cluster"
-            assert "karpenter" in n["categories"], n.get("categories")
+            # Cluster Autoscaler's CapacityBuffer is namespaced and in its
+            # own category.
+            buffer = kind == "CapacityBuffer"
+            assert spec["scope"] == ("Namespaced" if buffer else "Cluster")
+            assert ("autoscaling" if buffer else "karpenter") in \
+                n["categories"], n.get("categories")
             vs = spec["versions"]
             assert len(vs) == 1 and vs[0]["served"] and vs[0]["storage"]
             assert vs[0]["subresources"].get("status") == {}
-        check(f"{kind}: names, scope, category karpenter, one served storage "
+        check(f"{kind}: names, scope, category, one served storage "
               "version, status subresource", t_meta)
 
         def t_structural(crd=crd):
@@ -403,7 +409,8 @@ def run_kube_sim(sim):
     def t_apply_crds():
         out = sim.ok("apply", "-f", os.path.join(SRC, "crds") + "/")
         for name in ("nodepools.karpenter.sh", "nodeclaims.karpenter.sh",
-                     "proxmoxnodeclasses.carpenter.dev"):
+                     "proxmoxnodeclasses.carpenter.dev",
+                     "capacitybuffers.autoscaling.x-k8s.io"):
             assert name in out, out
         # the new kinds are served (wait for discovery)
         deadline = time.time() + 20
@@ -414,7 +421,7 @@ def run_kube_sim(sim):
                 break
             time.sleep(0.3)
         assert rc == 0, err
-    check("kube-sim: kubectl apply -f crds/ creates the three CRDs",
+    check("kube-sim: kubectl apply -f crds/ creates the four CRDs",
           t_apply_crds)
     del crd_files
 

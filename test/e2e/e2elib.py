@@ -39,13 +39,20 @@ def parse_time(s):
 
 
 def nodepool_yaml(name, consolidate_after="Never", budgets=("100%",),
-                  tgp=None, expire_after="720h"):
+                  tgp=None, expire_after="720h", cpu=2, replicas=None,
+                  policy="WhenEmpty", limit_cpu=None):
     lines = [
         "apiVersion: karpenter.sh/v1",
         "kind: NodePool",
         "metadata:",
         "  name: %s" % name,
         "spec:",
+    ]
+    if replicas is not None:
+        lines.append("  replicas: %d" % replicas)
+    if limit_cpu:
+        lines += ["  limits:", "    cpu: '%d'" % limit_cpu]
+    lines += [
         "  template:",
         "    spec:",
         "      nodeClassRef:",
@@ -58,14 +65,14 @@ def nodepool_yaml(name, consolidate_after="Never", budgets=("100%",),
         "          values: [c1]",
         "        - key: carpenter.dev/instance-cpu",
         "          operator: In",
-        "          values: ['2']",
+        "          values: ['%d']" % cpu,
         "      expireAfter: %s" % expire_after,
     ]
     if tgp:
         lines.append("      terminationGracePeriod: %s" % tgp)
     lines += [
         "  disruption:",
-        "    consolidationPolicy: WhenEmpty",
+        "    consolidationPolicy: %s" % policy,
         "    consolidateAfter: %s" % consolidate_after,
         "    budgets:",
     ]

@@ -127,6 +127,11 @@ PVE_SIM = os.path.join(SOURCE_DIR, "hack", "pve-sim")
 CRDS = [os.path.join(SOURCE_DIR, "crds", f) for f in (
     "karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml",
     "carpenter.dev_proxmoxnodeclasses.yaml")]
+# Cluster Autoscaler's CapacityBuffer API: optional, so left out of CRDS
+# (every other test runs Carpenter on a cluster without it); tests of
+# buffers add it with kube_args=("--crds", CAPACITYBUFFER_CRD).
+CAPACITYBUFFER_CRD = os.path.join(SOURCE_DIR, "crds",
+                                  "autoscaling.x-k8s.io_capacitybuffers.yaml")
 
 
 class PveSim:
