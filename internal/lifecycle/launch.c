@@ -341,6 +341,9 @@ static void write_labels(struct carp_lifecycle *l,
     snprintf(num, sizeof(num), "%lld", (long long)(in->memory >> 20));
     carp_jw_kstr(&w, "carpenter.dev/instance-memory", num);
   }
+  for (size_t i = 0; i < in->nlabels; i++) /* the type's GPU labels */
+    if (!in->labels[i].absent)
+      carp_jw_kstr(&w, in->labels[i].key, in->labels[i].value);
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);

@@ -592,10 +592,11 @@ static void add_type(struct carp_prov_problem *pr,
                      struct carp_sched_instance_type *o,
                      const struct carp_provider_instance_type *t)
 {
-  struct carp_sched_requirement *r = carp_arena_array(A, 4, sizeof(*r));
+  struct carp_sched_requirement *r =
+      carp_arena_array(A, 4 + t->nlabels, sizeof(*r));
   struct carp_sched_offering *off;
   const char **regions, **family;
-  size_t i, nregions = 0, j;
+  size_t i, nregions = 0, j, nr;
   r[0] = (struct carp_sched_requirement){CARP_LABEL_ARCH, CARP_SCHED_OP_IN,
                                          amd64_values, 1, 0};
   r[1] = (struct carp_sched_requirement){CARP_LABEL_OS, CARP_SCHED_OP_IN,
@@ -619,9 +620,19 @@ static void add_type(struct carp_prov_problem *pr,
   }
   r[3] = (struct carp_sched_requirement){CARP_LABEL_REGION, CARP_SCHED_OP_IN,
                                          regions, nregions, 0};
+  nr = nregions ? 4 : 3;
+  /* The type's own labels (its GPUs), or DoesNotExist for those it lacks. */
+  for (i = 0; i < t->nlabels; i++) {
+    const char **v = carp_arena_array(A, 1, sizeof(char *));
+    v[0] = t->labels[i].value;
+    r[nr++] = (struct carp_sched_requirement){
+        t->labels[i].key,
+        t->labels[i].absent ? CARP_SCHED_OP_DOES_NOT_EXIST : CARP_SCHED_OP_IN,
+        t->labels[i].absent ? NULL : v, t->labels[i].absent ? 0 : 1, 0};
+  }
   o->name = t->name;
   o->requirements = r;
-  o->nrequirements = nregions ? 4 : 3;
+  o->nrequirements = nr;
   o->capacity = carp_prov_quantities(A, &t->capacity, &o->ncapacity);
   o->kube_reserved =
       carp_prov_quantities(A, &t->kube_reserved, &o->nkube_reserved);

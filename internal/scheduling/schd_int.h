@@ -354,7 +354,8 @@ struct schd_rule {
 struct schd_refusal {
   uint8_t reason;  /* CARP_SCHED_REASON_* */
   uint32_t detail; /* interned key, dimension (RESOURCES, LIMIT) or port */
-  uint32_t a, b;   /* TAINT: taint set and index */
+  uint32_t a, b;   /* TAINT: taint set and index; RESOURCES: a = 1 when a
+                      type that fits has no available offering */
 };
 
 struct schd_group {

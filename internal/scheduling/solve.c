@@ -198,6 +198,26 @@ static uint32_t short_dim(struct schd_solver *s, struct schd_pool *pool,
   return SCHD_NONE;
 }
 
+/* Whether a type of the pool would hold g's pod but has no available
+ * offering now (its hosts are full, out of devices, or cached as such):
+ * then "no type has enough" would mislead. */
+static int unavailable_fit(struct schd_solver *s, struct schd_pool *pool,
+                           struct schd_group *g, uint32_t rs,
+                           const int64_t *used)
+{
+  const uint32_t R = s->R;
+  const uint64_t *compat = schd_pool_compat(s, pool, rs);
+  for (size_t t = bs_next(pool->types, s->twords, 0); t != SIZE_MAX;
+       t = bs_next(pool->types, s->twords, t + 1)) {
+    if (bs_get(compat, t) || s->types[t].noff ||
+        !schd_rset_intersects(&s->rc, s->types[t].rset, rs, NULL))
+      continue;
+    if (schd_fit_count(s, used, g->req, &pool->cap[t * R], 1))
+      return 1;
+  }
+  return 0;
+}
+
 uint32_t schd_open_claim(struct schd_solver *s, struct schd_group *g,
                          uint32_t kmax)
 {
@@ -280,8 +300,9 @@ uint32_t schd_open_claim(struct schd_solver *s, struct schd_group *g,
     schd_bin_settle(s, bi);
     bs_set(s->open, bi);
     if (!schd_try_place(s, g, bi, kmax, &f)) {
-      uint32_t detail = f.detail;
+      uint32_t detail = f.detail, unavailable = 0;
       if (f.reason == CARP_SCHED_REASON_RESOURCES) {
+        unavailable = (uint32_t)unavailable_fit(s, pool, g, rs, b->used);
         detail = short_dim(s, pool, g, rs);
         /* a type the limit removed would have held it: say so */
         for (size_t t = bs_next(s->scr_lim, s->twords, 0); t != SIZE_MAX;
@@ -300,7 +321,8 @@ uint32_t schd_open_claim(struct schd_solver *s, struct schd_group *g,
         }
       }
       schd_bin_discard(s, bi);
-      schd_refuse(s, g, pi, f.reason, detail, 0, 0);
+      schd_refuse(s, g, pi, f.reason, detail,
+                  f.reason == CARP_SCHED_REASON_RESOURCES ? unavailable : 0, 0);
       continue;
     }
     s->nnew++;

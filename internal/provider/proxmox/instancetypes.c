@@ -5,13 +5,13 @@
  * region and name are allowed (NodeClass regions/zones, and for a create
  * the NodeClaim's topology requirements) and the template is available on
  * it. An offering is available when the host's free capacity (inventory.c)
- * fits the type and the (type, region, zone) is not in the
- * insufficient-capacity cache. Placement picks, for the cheapest type that
- * has any available offering, the host the NodeClass's strategy prefers:
- * Spread (fewest of this cluster's VMs, then most free memory), Pack
- * (least free memory that still fits) or LeastLoaded (most free memory,
- * then lowest CPU load); ties go by name so the choice is stable. When
- * nothing fits, every offering that was eligible but full goes into the
+ * fits the type, the host has the type's devices free (devices.c), and
+ * the (type, region, zone) is not in the insufficient-capacity cache. Placement
+ * picks, for the cheapest type that has any available offering, the host the
+ * NodeClass's strategy prefers: Spread (fewest of this cluster's VMs, then most
+ * free memory), Pack (least free memory that still fits) or LeastLoaded (most
+ * free memory, then lowest CPU load); ties go by name so the choice is stable.
+ * When nothing fits, every offering that was eligible but full goes into the
  * cache, as Karpenter's providers do with unavailable offerings. */
 #include <stdio.h>
 #include <string.h>
@@ -114,7 +114,7 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
   size_t ti, ri, hi;
   int any_host = 0, region_err = 0, any_type = 0;
   const char *region_msg = "";
-  char full[256] = "";
+  char full[256] = "", nodev[384] = "";
 
   for (ti = 0; ti < s->ntypes; ti++) {
     const struct pve_type *t = &s->types[ti];
@@ -165,6 +165,9 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
                      (long long)(c.cap.mem_free / (1024 * 1024)));
           continue;
         }
+        if (!pve_type_devices_fit(r, h->name, t, nodev[0] ? NULL : nodev,
+                                  sizeof(nodev)))
+          continue;
         if (!have || better(s->placement, &c, &best, t->memory)) {
           best = c;
           have = 1;
@@ -218,8 +221,9 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
   }
   snprintf(msg, msg_size,
            "no host in the allowed zones has room for the NodeClaim's "
-           "instance types%s%s",
-           full[0] ? ": " : " (all recently found full)", full);
+           "instance types%s%s%s%s",
+           full[0] || nodev[0] ? ": " : " (all recently found full)", full,
+           full[0] && nodev[0] ? "; " : "", nodev);
   return CARP_EINSUFFICIENT_CAPACITY;
 }
 
@@ -253,7 +257,9 @@ size_t pve_offerings(struct pve_provider *pp, const struct pve_vm_spec *s,
       o->capacity_type = CARP_CAPACITY_TYPE_ON_DEMAND;
       o->price = t->price;
       pve_region_capacity(r, h, s->cpu_over, s->mem_over, s->reserved_mem, &c);
-      o->available = fits(&c, t) && !pve_ice_has(pp, t->name, r->name, h->name);
+      o->available = fits(&c, t) &&
+                     pve_type_devices_fit(r, h->name, t, NULL, 0) &&
+                     !pve_ice_has(pp, t->name, r->name, h->name);
     }
   }
   *out = v;

@@ -366,8 +366,10 @@ static void free_provider(struct pve_provider *pp)
     carp_free(r->gone);
     carp_free(r->recent);
     carp_free(r->descs);
+    pve_devices_free(r);
   }
   carp_free(pp->regions);
+  carp_free(pp->want);
   carp_pve_config_free(&pp->config);
   carp_free(pp);
   if (cb)
@@ -421,7 +423,8 @@ int pve_is_drifted(struct pve_provider *pp, const struct carp_nodeclaim *claim,
 const char *pve_claim_annotation(const struct carp_nodeclaim *claim);
 
 /* Create: the provider.h wrapper's callback gets resources filled in from
- * the NodeClass (capacity, allocatable) before it runs. */
+ * the NodeClass (capacity, allocatable, the type's labels) before it
+ * runs. */
 struct create_ctx {
   const struct carp_nodeclass *nc;
   carp_provider_create_cb cb;
@@ -436,6 +439,8 @@ static void on_created(int status, const struct carp_provider_instance *inst,
     struct carp_provider_instance full = *inst;
     pve_fill_resources(x->nc, &full);
     x->cb(0, &full, NULL, x->arg);
+    carp_resources_cleanup(&full.capacity);
+    carp_resources_cleanup(&full.allocatable);
   } else {
     x->cb(status, NULL, err, x->arg);
   }
