@@ -271,6 +271,7 @@ struct schd_pool {
   uint32_t taintset;
   uint32_t ntypes;
   uint64_t *types;    /* bitset over types usable by this pool */
+  uint64_t *listed;   /* the pool's types, offerings available or not */
   int64_t *cap;       /* [ntypes_total * R]: allocatable - daemon overhead */
   int64_t *daemon;    /* [ntypes_total * R]: daemon overhead */
   uint32_t **order;   /* per dim: pool types by cap ascending */

@@ -207,8 +207,8 @@ static int unavailable_fit(struct schd_solver *s, struct schd_pool *pool,
 {
   const uint32_t R = s->R;
   const uint64_t *compat = schd_pool_compat(s, pool, rs);
-  for (size_t t = bs_next(pool->types, s->twords, 0); t != SIZE_MAX;
-       t = bs_next(pool->types, s->twords, t + 1)) {
+  for (size_t t = bs_next(pool->listed, s->twords, 0); t != SIZE_MAX;
+       t = bs_next(pool->listed, s->twords, t + 1)) {
     if (bs_get(compat, t) || s->types[t].noff ||
         !schd_rset_intersects(&s->rc, s->types[t].rset, rs, NULL))
       continue;

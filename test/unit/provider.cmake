@@ -3,6 +3,8 @@
 #                        requirements) and the fake provider
 #   test_pve_units       --pve-config, form encoding, errors, UPIDs, the ISO
 #                        builder, user-data rendering, descriptions
+#   test_pve_devices     resource mappings, free devices per host, placement
+#                        and offerings of types with devices
 #   test_pve_client      the API client and task polling against hack/pve-sim
 #   provider_pve_sim     the whole provider against hack/pve-sim
 #                        (test/integration/provider; label integration)
@@ -14,6 +16,11 @@ carp_unit_test(test_pve_units
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pve_units.c
   DEPS carp_provider_proxmox TIMEOUT 30)
 target_include_directories(test_pve_units PRIVATE
+  ${CMAKE_SOURCE_DIR}/internal/provider/proxmox)
+carp_unit_test(test_pve_devices
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pve_devices.c
+  DEPS carp_provider_proxmox TIMEOUT 30)
+target_include_directories(test_pve_devices PRIVATE
   ${CMAKE_SOURCE_DIR}/internal/provider/proxmox)
 carp_unit_test(test_pve_client
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pve_client.c
