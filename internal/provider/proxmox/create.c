@@ -634,6 +634,7 @@ static void configure(struct pve_create *c)
     carp_pve_form_free(&f);
     return;
   }
+  carp_buf_reset(&v);
   if (s->cpu_type)
     carp_pve_form_add(&f, "cpu", s->cpu_type);
   /* tags: ours first, then the class's */
@@ -1317,8 +1318,8 @@ static void adopt(struct pve_create *c)
   c->adopting = 1;
   c->made = 1;
   snprintf(c->zone, sizeof(c->zone), "%s", g->node);
-  rc = pve_place(c->op.pp, c->spec, r->name, g->node, NULL, &ch, msg,
-                 sizeof(msg));
+  rc = pve_place_quiet(c->op.pp, c->spec, r->name, g->node, &ch, msg,
+                       sizeof(msg));
   if (rc == 0) {
     take(c, &ch);
     c->hold->vmid = c->vmid;

@@ -228,6 +228,8 @@ int32_t pve_devices_free_on(const struct pve_region *r, const char *host,
   taken = carp_calloc(m->ndevs ? m->ndevs : 1, 1);
   for (i = 0; i < m->ndevs; i++)
     n += !strcmp(m->devs[i].host, host);
+  if (usb && n > 1)
+    n = 1; /* qemu-server uses a USB mapping's one entry per host */
   for (i = 0; i < r->inv.nguests; i++) {
     const struct pve_guest *g = &r->inv.guests[i];
     const struct pve_vmdevs *vd;
@@ -278,23 +280,29 @@ int pve_type_devices_fit(const struct pve_region *r, const char *host,
     free_ = pve_devices_free_on(r, host, d->mapping, d->usb, &total);
     if (free_ >= need)
       continue;
-    if (why && free_ < 0)
-      snprintf(why, why_size,
-               "%s mapping %s not found in region %s%s%s (the API token "
-               "needs Mapping.Audit or Mapping.Use on /mapping/%s/%s)",
-               d->usb ? "USB" : "PCI", d->mapping, r->name,
-               r->maps_error[0] ? ": " : "", r->maps_error,
-               d->usb ? "usb" : "pci", d->mapping);
-    else if (why && total == 0)
-      snprintf(why, why_size, "%s mapping %s has no device on %s/%s",
-               d->usb ? "USB" : "PCI", d->mapping, r->name, host);
-    else if (why)
+    if (free_ < 0) {
+      if (why)
+        snprintf(why, why_size,
+                 "%s mapping %s not found in region %s%s%s (the API token "
+                 "needs Mapping.Audit or Mapping.Use on /mapping/%s/%s)",
+                 d->usb ? "USB" : "PCI", d->mapping, r->name,
+                 r->maps_error[0] ? ": " : "", r->maps_error,
+                 d->usb ? "usb" : "pci", d->mapping);
+      return PVE_DEVS_NO_MAPPING;
+    }
+    if (total == 0) {
+      if (why)
+        snprintf(why, why_size, "%s mapping %s has no device on %s/%s",
+                 d->usb ? "USB" : "PCI", d->mapping, r->name, host);
+      return PVE_DEVS_NONE_HERE;
+    }
+    if (why)
       snprintf(why, why_size,
                "%s mapping %s has %d of %d devices free on %s/%s, %s needs "
                "%d",
                d->usb ? "USB" : "PCI", d->mapping, (int)free_, (int)total,
                r->name, host, t->name, (int)need);
-    return 0;
+    return PVE_DEVS_BUSY;
   }
   return 1;
 }
@@ -311,6 +319,12 @@ void pve_devices_want(struct pve_provider *pp, const char *mapping, int usb)
            mapping);
   pp->want[pp->nwant].usb = usb;
   pp->nwant++;
+  /* Regions have not read it yet: no listing is fresh until they have
+   * (pve_region_fresh), and a refresh starts now rather than at the next
+   * tick, so offerings of the new class soon say where its devices are. */
+  pp->want_gen++;
+  for (i = 0; i < pp->nregions && !pp->closing; i++)
+    (void)pve_region_refresh_start(&pp->regions[i], NULL);
 }
 
 /* --- the refresh step
@@ -375,6 +389,8 @@ static void vmdevs_prune(struct pve_region *r)
 
 static void finish(struct pve_region *r)
 {
+  if (r->dev_result == 0 && r->maps_read)
+    r->maps_gen = r->dev_gen;
   r->dev_stage = 0;
   pve_region_refresh_done(r, r->dev_result);
 }
@@ -532,6 +548,7 @@ void pve_devices_refresh(struct pve_region *r, int status)
     return;
   }
   r->dev_stage = 1;
+  r->dev_gen = r->pp->want_gen;
   r->dev_result = status;
   r->dev_pending = 0;
   r->dev_read[0] = r->dev_read[1] = 0;

@@ -106,15 +106,36 @@ static int fits(const struct pve_capacity *cap, const struct pve_type *t)
   return cap->cpu_free >= t->cpu && cap->mem_free >= t->memory;
 }
 
+static int place(struct pve_provider *pp, const struct pve_vm_spec *s,
+                 const char *only_region, const char *only_zone,
+                 const char *only_type, struct pve_choice *out, char *msg,
+                 size_t msg_size, int cache);
+
 int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
               const char *only_region, const char *only_zone,
               const char *only_type, struct pve_choice *out, char *msg,
               size_t msg_size)
 {
+  return place(pp, s, only_region, only_zone, only_type, out, msg, msg_size, 1);
+}
+
+int pve_place_quiet(struct pve_provider *pp, const struct pve_vm_spec *s,
+                    const char *only_region, const char *only_zone,
+                    struct pve_choice *out, char *msg, size_t msg_size)
+{
+  return place(pp, s, only_region, only_zone, NULL, out, msg, msg_size, 0);
+}
+
+static int place(struct pve_provider *pp, const struct pve_vm_spec *s,
+                 const char *only_region, const char *only_zone,
+                 const char *only_type, struct pve_choice *out, char *msg,
+                 size_t msg_size, int cache)
+{
   size_t ti, ri, hi;
   int any_host = 0, region_err = 0, any_type = 0;
   const char *region_msg = "";
-  char full[256] = "", nodev[384] = "";
+  char full[256] = "", nodev[384] = "", why[384];
+  int nodev_rank = PVE_DEVS_NO_MAPPING - 1;
 
   for (ti = 0; ti < s->ntypes; ti++) {
     const struct pve_type *t = &s->types[ti];
@@ -165,9 +186,17 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
                      (long long)(c.cap.mem_free / (1024 * 1024)));
           continue;
         }
-        if (!pve_type_devices_fit(r, h->name, t, nodev[0] ? NULL : nodev,
-                                  sizeof(nodev)))
-          continue;
+        {
+          /* say the most telling: busy over absent over unknown */
+          int fit = pve_type_devices_fit(r, h->name, t, why, sizeof(why));
+          if (fit != 1) {
+            if (fit > nodev_rank) {
+              nodev_rank = fit;
+              snprintf(nodev, sizeof(nodev), "%s", why);
+            }
+            continue;
+          }
+        }
         if (!have || better(s->placement, &c, &best, t->memory)) {
           best = c;
           have = 1;
@@ -199,7 +228,7 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
     return CARP_ENODECLASS_NOT_READY;
   }
   /* Every eligible offering was full (or cached as such): cache them. */
-  for (ti = 0; ti < s->ntypes; ti++) {
+  for (ti = 0; cache && ti < s->ntypes; ti++) {
     const struct pve_type *t = &s->types[ti];
     if (only_type && strcmp(t->name, only_type) != 0)
       continue;
@@ -258,7 +287,7 @@ size_t pve_offerings(struct pve_provider *pp, const struct pve_vm_spec *s,
       o->price = t->price;
       pve_region_capacity(r, h, s->cpu_over, s->mem_over, s->reserved_mem, &c);
       o->available = fits(&c, t) &&
-                     pve_type_devices_fit(r, h->name, t, NULL, 0) &&
+                     pve_type_devices_fit(r, h->name, t, NULL, 0) == 1 &&
                      !pve_ice_has(pp, t->name, r->name, h->name);
     }
   }

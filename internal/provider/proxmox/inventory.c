@@ -126,6 +126,10 @@ const struct pve_host *pve_region_host(const struct pve_region *r,
 
 int pve_region_fresh(const struct pve_region *r, uint64_t max_age_ms)
 {
+  /* A mapping some class started to use since the last refresh makes the
+   * listing stale: placement would not know its devices. */
+  if (r->pp->nwant && r->maps_gen != r->pp->want_gen)
+    return 0;
   return r->inv.fetched_ms && r->status == 0 &&
          carp_time_mono_ms() - r->inv.fetched_ms <= max_age_ms;
 }
@@ -196,13 +200,17 @@ void pve_region_forget(struct pve_region *r, int64_t vmid)
   size_t i;
   for (; h; h = next) {
     next = h->next;
-    if (h->vmid == vmid && h->done)
+    if (h->vmid == vmid && h->done) {
+      pve_ice_forget_zone(r->pp, r->name, h->host);
       pve_hold_release(r, h);
+    }
   }
   if (pve_region_is_gone(r, vmid))
     return;
   for (i = 0; i < r->inv.nguests; i++)
     if (r->inv.guests[i].vmid == vmid) {
+      if (!strcmp(r->inv.guests[i].status, "running"))
+        pve_ice_forget_zone(r->pp, r->name, r->inv.guests[i].node);
       r->gone = carp_reallocarray(r->gone, r->ngone + 1, sizeof(*r->gone));
       r->gone[r->ngone++] = vmid;
       return;

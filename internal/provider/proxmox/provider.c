@@ -62,6 +62,24 @@ void pve_ice_add(struct pve_provider *pp, const char *type, const char *region,
                 CARP_F_DURATION("ttl", pp->o.ice_ttl_ms));
 }
 
+void pve_ice_forget_zone(struct pve_provider *pp, const char *region,
+                         const char *zone)
+{
+  char suffix[160];
+  struct carp_map_iter it;
+  const char *k;
+  size_t kl, sl;
+  void *v;
+  sl = (size_t)snprintf(suffix, sizeof(suffix), "\n%s\n%s", region, zone);
+  carp_map_iter_init(&it);
+  while (carp_map_next(&pp->ice, &it, &k, &kl, &v))
+    if (kl > sl && !memcmp(k + kl - sl, suffix, sl)) {
+      struct pve_ice *e = v;
+      carp_map_dels(&pp->ice, e->key); /* the current entry may go */
+      carp_free(e);
+    }
+}
+
 int pve_ice_has(struct pve_provider *pp, const char *type, const char *region,
                 const char *zone)
 {

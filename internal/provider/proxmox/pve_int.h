@@ -167,6 +167,8 @@ struct pve_region {
   struct pve_mapping *maps;
   size_t nmaps;
   int maps_read;        /* the mappings were read at least once */
+  unsigned maps_gen;    /* pp->want_gen when the mappings were last read */
+  unsigned dev_gen;     /* pp->want_gen the refresh in flight reads for */
   char maps_error[256]; /* why they could not be read ("" when they were) */
   struct pve_vmdevs *vmdevs;
   size_t nvmdevs;
@@ -233,8 +235,11 @@ size_t pve_config_devrefs(yajl_val conf, struct pve_devref **out);
  * -1 when the region has no such mapping. */
 int32_t pve_devices_free_on(const struct pve_region *r, const char *host,
                             const char *mapping, int usb, int32_t *total);
-/* Whether host h can give a VM of type t its devices; when not, why in
- * why (may be NULL). */
+/* Whether host h can give a VM of type t its devices: 1, or why not (and
+ * a message in why, which may be NULL), the more telling the higher. */
+#define PVE_DEVS_NO_MAPPING (-2) /* the region has no such mapping */
+#define PVE_DEVS_NONE_HERE  (-1) /* the mapping has no device on host */
+#define PVE_DEVS_BUSY       0    /* not enough of them free */
 struct pve_type;
 int pve_type_devices_fit(const struct pve_region *r, const char *host,
                          const struct pve_type *t, char *why, size_t why_size);
@@ -308,6 +313,10 @@ void pve_ice_add(struct pve_provider *pp, const char *type, const char *region,
                  const char *zone);
 int pve_ice_has(struct pve_provider *pp, const char *type, const char *region,
                 const char *zone);
+/* A VM on the host went away: what it held is free again, so nothing
+ * cached for the host still holds (availability is computed anew). */
+void pve_ice_forget_zone(struct pve_provider *pp, const char *region,
+                         const char *zone);
 
 struct pve_slot_waiter {
   struct pve_slot_waiter *next;
@@ -550,6 +559,7 @@ struct pve_provider {
    * VM configs). */
   struct pve_devref *want;
   size_t nwant;
+  unsigned want_gen; /* bumped by each new wanted mapping */
 };
 
 /* metrics.c: registers the families (reg may be NULL), stops the streamed
@@ -597,6 +607,11 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
               const char *only_region, const char *only_zone,
               const char *only_type, struct pve_choice *out, char *msg,
               size_t msg_size);
+/* The same, without caching anything: for a VM that exists already
+ * (adoption), which counts against the very host it is on. */
+int pve_place_quiet(struct pve_provider *pp, const struct pve_vm_spec *s,
+                    const char *only_region, const char *only_zone,
+                    struct pve_choice *out, char *msg, size_t msg_size);
 int pve_zone_allowed(const struct pve_vm_spec *s, const char *region,
                      const char *zone);
 /* One offering per usable (region, zone) of the spec for type t. */
