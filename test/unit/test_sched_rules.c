@@ -371,6 +371,30 @@ static void test_gpu_types(void **state)
   assert_false(has_option(&t, c, "g4"));
   tb_free(&t);
 
+  /* the usual setup: a tainted GPU pool that takes only GPU types, tried
+   * first, and a default pool that may launch anything */
+  gpu_cluster(&t, 1);
+  {
+    struct carp_sched_nodepool *gp = tb_pool(&t, "gpu", 10);
+    tb_pool_req(&t, gp, CARP_LABEL_INSTANCE_GPU_COUNT, CARP_SCHED_OP_EXISTS, "",
+                0);
+    tb_pool_taint(&t, gp, "nvidia.com/gpu", "true", NS, 0);
+  }
+  /* the plain pod comes first in the queue's usual order (bigger, older):
+   * were it placed first, the GPU pod would join its default-pool claim
+   * and make a GPU node of it */
+  plain = tb_pod(&t, "plain", "1", "1Gi");
+  gpu = tb_pod(&t, "gpu", "500m", "512Mi");
+  tb_pod_request(&t, gpu, "nvidia.com/gpu", "1");
+  tb_pod_toleration(&t, gpu, "nvidia.com/gpu", EQ, "true", NS);
+  tb_solve(&t);
+  assert_string_equal(t.p.nodepools[tb_claim(&t, gpu)->nodepool].name, "gpu");
+  assert_string_equal(tb_claim_type(&t, tb_claim(&t, gpu)), "g4");
+  assert_string_equal(t.p.nodepools[tb_claim(&t, plain)->nodepool].name,
+                      "default");
+  assert_string_equal(tb_claim_type(&t, tb_claim(&t, plain)), "c2");
+  tb_free(&t);
+
   /* the GPU type's only offering is out of capacity (its devices are all
    * in use): the pod waits, and says why */
   gpu_cluster(&t, 0);
@@ -384,6 +408,26 @@ static void test_gpu_types(void **state)
                          "instance types with enough nvidia.com/gpu are "
                          "unavailable (no capacity or devices free in the "
                          "allowed zones)"));
+  tb_free(&t);
+
+  /* ...and a pool that takes only GPU types says so too */
+  gpu_cluster(&t, 0);
+  tb_pool_req(&t, &t.pools[0], CARP_LABEL_INSTANCE_GPU_COUNT,
+              CARP_SCHED_OP_EXISTS, "", 0);
+  gpu = tb_pod(&t, "gpu", "1", "1Gi");
+  tb_pod_request(&t, gpu, "nvidia.com/gpu", "1");
+  tb_solve(&t);
+  assert_int_equal(tb_refusal(&t, gpu, "default")->reason,
+                   CARP_SCHED_REASON_INSTANCE_TYPE);
+  assert_non_null(strstr(tb_unsched_message(&t, gpu),
+                         "the instance types that meet the requirements are "
+                         "unavailable"));
+  /* a pool whose types never had a GPU keeps the plain message */
+  plain = tb_pod(&t, "selector", "1", "1Gi");
+  tb_pod_selector(&t, plain, CARP_LABEL_INSTANCE_TYPE, "nosuch");
+  tb_solve(&t);
+  assert_non_null(strstr(tb_unsched_message(&t, plain),
+                         "no instance type met the requirements"));
   tb_free(&t);
 }
 
