@@ -43,8 +43,13 @@ struct carp_cluster {
   struct carp_informer *daemonsets;
   struct carp_informer *volumeattachments;
   struct carp_informer *pvcs;
-  struct carp_informer *all[9];
+  /* NodeOverlays: optional - the first nrequired informers of all[] must
+   * have synced before anything is decided; this one need not (without
+   * its CRD the cache stays empty and no overlay applies). */
+  struct carp_informer *nodeoverlays;
+  struct carp_informer *all[10];
   int nall;
+  int nrequired;
   void *priv; /* state.c's bookkeeping */
 };
 

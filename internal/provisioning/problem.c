@@ -16,6 +16,7 @@
 #include "carpenter/error.h"
 #include "carpenter/intern.h"
 #include "carpenter/log.h"
+#include "carpenter/overlay.h"
 #include "carpenter/map.h"
 
 #define A (&pr->arena)
@@ -696,6 +697,10 @@ static int add_pools(struct carp_prov_problem *pr, const struct carp_cluster *c,
   size_t *class_start, *class_n;
   size_t npools = 0, cap = carp_store_len(carp_informer_store(c->nodepools));
   size_t ntypes = 0, captypes = 0, j;
+  /* With NodeOverlays in force each pool sees its own types (an overlay
+   * may match the pool's name or labels); else pools share their class's. */
+  const struct carp_nodeoverlay **ovs = NULL;
+  size_t novs = carp_overlays_in_force(c, &ovs);
 
   pools = carp_arena_array(A, cap + 1, sizeof(*pools));
   pr->pools = carp_arena_array(A, cap + 1, sizeof(*pr->pools));
@@ -717,8 +722,9 @@ static int add_pools(struct carp_prov_problem *pr, const struct carp_cluster *c,
     uint32_t *idx;
     if (!pool_usable(c, np, &cls))
       continue;
-    /* Instance types of its class, fetched once per class. */
-    for (ci = 0; ci < pr->nclasses; ci++)
+    /* Instance types of its class, fetched once per class (per pool
+     * with overlays in force). */
+    for (ci = novs ? pr->nclasses : 0; ci < pr->nclasses; ci++)
       if (!strcmp(class_names[ci], cls->meta.name))
         break;
     if (ci == pr->nclasses) {
@@ -728,6 +734,7 @@ static int add_pools(struct carp_prov_problem *pr, const struct carp_cluster *c,
                       CARP_F_STR("nodeclass", cls->meta.name));
         continue;
       }
+      carp_overlays_apply(ovs, novs, np, cls->meta.name, pt);
       class_names[ci] = cls->meta.name;
       class_start[ci] = ntypes;
       class_n[ci] = pt->n;
@@ -790,6 +797,7 @@ static int add_pools(struct carp_prov_problem *pr, const struct carp_cluster *c,
   pr->p.instance_types = types;
   pr->p.ninstance_types = ntypes;
   pr->types = tref;
+  carp_free(ovs);
   return 0;
 }
 

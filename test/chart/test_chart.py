@@ -566,12 +566,13 @@ class RenderTest(unittest.TestCase):
                 crds = chartlib.render_text(include_crds=True)
                 crd_docs = [d for d in chartlib.load_docs(crds)
                             if d["kind"] == "CustomResourceDefinition"]
-                self.assertEqual(len(crd_docs), 3)
+                self.assertEqual(len(crd_docs), 4)
                 kubectl("apply", "-f", os.path.join(chartlib.CHART, "crds"))
                 kubectl("wait", "--for=condition=Established", "--timeout=30s",
                         "crd/nodepools.karpenter.sh",
                         "crd/nodeclaims.karpenter.sh",
-                        "crd/proxmoxnodeclasses.carpenter.dev")
+                        "crd/proxmoxnodeclasses.carpenter.dev",
+                        "crd/nodeoverlays.karpenter.sh")
                 for ns in ("carpenter-leases", "carpenter-bootstrap",
                            "monitoring"):
                     kubectl("create", "namespace", ns)

@@ -82,10 +82,12 @@ def offline():
     def t_three_crds():
         want = {"NodePool": "nodepools.karpenter.sh",
                 "NodeClaim": "nodeclaims.karpenter.sh",
-                "ProxmoxNodeClass": "proxmoxnodeclasses.carpenter.dev"}
+                "ProxmoxNodeClass": "proxmoxnodeclasses.carpenter.dev",
+                "NodeOverlay": "nodeoverlays.karpenter.sh"}
         assert {k: v["metadata"]["name"] for k, v in crds.items()} == want, \
             sorted(crds)
-    check("crds: NodePool, NodeClaim and ProxmoxNodeClass are defined", t_three_crds)
+    check("crds: NodePool, NodeClaim, ProxmoxNodeClass and NodeOverlay are defined",
+          t_three_crds)
 
     for kind, crd in sorted(crds.items()):
         spec = crd["spec"]

@@ -1,9 +1,10 @@
 /* The CRD manifests against the C validation: every file in crds/invalid/
  * is refused, naming the field and the message its header comment gives
  * ("# field: ..." and "# message: ..."), both by the validate function and
- * by decoding (valid = 0, same reason); every NodePool, NodeClaim and
- * ProxmoxNodeClass in crds/examples/ and test/crds/ decodes and validates
- * clean. A manifest Kubernetes refuses must never slip past Carpenter. */
+ * by decoding (valid = 0, same reason); every NodePool, NodeClaim,
+ * ProxmoxNodeClass and NodeOverlay in crds/examples/ and test/crds/
+ * decodes and validates clean. A manifest Kubernetes refuses must never slip
+ * past Carpenter. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include "api_testlib.h"
 #include "carpenter/nodeclaim.h"
 #include "carpenter/nodeclass.h"
+#include "carpenter/nodeoverlay.h"
 #include "carpenter/nodepool.h"
 
 /* The value of a "# key: value" header line, into out. */
@@ -45,6 +47,7 @@ static const struct kind_ops kinds[] = {
     {"NodePool", &carp_kind_nodepool, carp_nodepool_validate},
     {"NodeClaim", &carp_kind_nodeclaim, carp_nodeclaim_validate},
     {"ProxmoxNodeClass", &carp_kind_proxmoxnodeclass, carp_nodeclass_validate},
+    {"NodeOverlay", &carp_kind_nodeoverlay, carp_nodeoverlay_validate},
 };
 
 static const struct kind_ops *ops_of(yajl_val v)
@@ -67,6 +70,10 @@ static const char *decoded_reason(struct carp_objmeta *m, int *valid)
   if (m->kind == &carp_kind_nodeclaim) {
     *valid = ((struct carp_nodeclaim *)m)->valid;
     return ((struct carp_nodeclaim *)m)->invalid_reason;
+  }
+  if (m->kind == &carp_kind_nodeoverlay) {
+    *valid = ((struct carp_nodeoverlay *)m)->valid;
+    return ((struct carp_nodeoverlay *)m)->invalid_reason;
   }
   *valid = ((struct carp_nodeclass *)m)->valid;
   return ((struct carp_nodeclass *)m)->invalid_reason;

@@ -256,9 +256,28 @@ static void want_devices(struct pve_provider *pp, const struct pve_type *t)
 static int cmp_type(const void *a, const void *b)
 {
   const struct pve_type *x = a, *y = b;
+  if (x->rank != y->rank)
+    return x->rank < y->rank ? -1 : 1;
   if (x->price != y->price)
     return x->price < y->price ? -1 : 1;
   return strcmp(x->name, y->name);
+}
+
+/* The position of name in the claim's instance-type list: the provisioner
+ * writes it cheapest first at the prices it saw (NodeOverlays included),
+ * which is the order to try. Not listed: after every listed one. */
+static size_t rank_of(const struct carp_nodeclaim *claim, const char *name)
+{
+  uint32_t i, j;
+  for (i = 0; i < claim->spec.nrequirements; i++) {
+    const struct carp_requirement *r = &claim->spec.requirements[i];
+    if (r->op != CARP_OP_IN || strcmp(r->key, CARP_LABEL_INSTANCE_TYPE))
+      continue;
+    for (j = 0; j < r->nvalues; j++)
+      if (!strcmp(r->values[j], name))
+        return j;
+  }
+  return (size_t)-1;
 }
 
 /* --- kubelet variables
@@ -524,6 +543,7 @@ int pve_spec_build(struct pve_provider *pp, const struct carp_nodeclass *nc,
     o->types[n].cpu = types[i].cpu;
     o->types[n].memory = types[i].memory;
     o->types[n].price = types[i].price;
+    o->types[n].rank = rank_of(claim, types[i].name);
     pve_type_devices(s, &types[i], &o->types[n]);
     want_devices(pp, &o->types[n]);
     n++;

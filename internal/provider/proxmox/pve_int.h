@@ -424,6 +424,7 @@ struct pve_type {
   int32_t cpu;
   int64_t memory; /* bytes */
   double price;
+  size_t rank; /* order to try (the claim's list); then price */
   struct pve_dev devs[PVE_MAX_TYPE_DEVS];
   size_t ndevs;
 };
