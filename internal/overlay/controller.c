@@ -66,7 +66,9 @@ static void on_written(struct carp_controller *c, const char *key,
     finish(c);
 }
 
-/* The instance types of each class, read once per reconcile. */
+/* The instance types of each class, read once per reconcile, in an array
+ * with room for one class per NodePool (never moved: the pools point into
+ * it). */
 struct class_types {
   const char *name;
   struct carp_provider_instance_types types;
@@ -74,16 +76,15 @@ struct class_types {
 };
 
 static const struct carp_provider_instance_types *
-types_of(struct carp_controller *c, struct class_types **cache, size_t *n,
+types_of(struct carp_controller *c, struct class_types *cache, size_t *n,
          const struct carp_nodeclass *nc)
 {
   struct class_types *ct;
   size_t i;
   for (i = 0; i < *n; i++)
-    if (!strcmp((*cache)[i].name, nc->meta.name))
-      return (*cache)[i].ok ? &(*cache)[i].types : NULL;
-  *cache = carp_reallocarray(*cache, *n + 1, sizeof(**cache));
-  ct = &(*cache)[(*n)++];
+    if (!strcmp(cache[i].name, nc->meta.name))
+      return cache[i].ok ? &cache[i].types : NULL;
+  ct = &cache[(*n)++];
   memset(ct, 0, sizeof(*ct));
   ct->name = nc->meta.name;
   ct->ok = c->env.provider &&
@@ -171,13 +172,14 @@ static void reconcile(struct carp_controller *c, const char *key)
 
   st = carp_informer_store(cl->nodepools);
   pools = carp_calloc(carp_store_len(st) + 1, sizeof(*pools));
+  cache = carp_calloc(carp_store_len(st) + 1, sizeof(*cache));
   carp_store_iter_init(&it);
   while (n && (m = carp_store_next(st, &it))) {
     const struct carp_nodepool *np = (const struct carp_nodepool *)m;
     const struct carp_nodeclass *nc =
         carp_cluster_nodeclass(cl, np->tmpl.node_class_ref.name);
     const struct carp_provider_instance_types *t =
-        nc ? types_of(c, &cache, &ncache, nc) : NULL;
+        nc ? types_of(c, cache, &ncache, nc) : NULL;
     if (!t)
       continue;
     pools[npools].np = np;

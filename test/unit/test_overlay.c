@@ -386,6 +386,12 @@ static void test_controller_status(void **state)
   const char *reason = NULL, *st;
   (void)state;
   setup(&k, 0);
+  /* pools of two classes: the types of each are read once */
+  kit_nodeclass(&k, "other");
+  kit_apply(&k, "{apiVersion: karpenter.sh/v1, kind: NodePool, metadata: "
+                "{name: other}, spec: {template: {spec: {nodeClassRef: "
+                "{group: carpenter.dev, kind: ProxmoxNodeClass, name: other},"
+                " requirements: []}}}}");
   apply_overlay(&k, "good", "requirements: [], price: '1', weight: 5");
   apply_overlay(&k, "bad",
                 "requirements: [], capacity: {memory: 1Gi}, weight: 5");
