@@ -38,6 +38,7 @@
 #include "carpenter/metrics.h"
 #include "carpenter/metricsctl.h"
 #include "carpenter/nodeclass_controller.h"
+#include "carpenter/overlay.h"
 #include "carpenter/nodepool_controller.h"
 #include "carpenter/provisioner.h"
 #include "carpenter/repair.h"
@@ -193,7 +194,7 @@ static int check_synced(void *arg, struct carp_buf *why)
 {
   struct app *a = arg;
   int i, ok = a->cluster && carp_cluster_synced(a->cluster);
-  for (i = 0; a->cluster && i < a->cluster->nall; i++)
+  for (i = 0; a->cluster && i < a->cluster->nrequired; i++)
     if (!carp_informer_synced(a->cluster->all[i]))
       carp_buf_printf(why, "%s%s", why->len ? ", " : "not synced: ",
                       carp_informer_kind(a->cluster->all[i])->name);
@@ -456,6 +457,9 @@ static int start_controllers(struct app *a)
   nco.templates = carp_pve_provider_templates;
   rc = add_controller(
       a, carp_nodeclass_controller_new(&a->env, &nco, &a->ctls[a->nctls]));
+  if (!rc)
+    rc = add_controller(
+        a, carp_nodeoverlay_controller_new(&a->env, &a->ctls[a->nctls]));
   if (rc)
     return rc;
   memset(&po, 0, sizeof(po));

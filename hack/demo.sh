@@ -95,7 +95,8 @@ head -n1 "$WORK/pve-sim.out"
 say "installing the CRDs and the example ProxmoxNodeClass and NodePool"
 kubectl apply -f crds/karpenter.sh_nodepools.yaml \
   -f crds/karpenter.sh_nodeclaims.yaml \
-  -f crds/carpenter.dev_proxmoxnodeclasses.yaml
+  -f crds/carpenter.dev_proxmoxnodeclasses.yaml \
+  -f crds/karpenter.sh_nodeoverlays.yaml
 kubectl apply -f crds/examples/proxmoxnodeclass.yaml \
   -f crds/examples/nodepool.yaml
 # The example waits 5 minutes before removing an empty node; the demo

@@ -197,8 +197,49 @@ def h_permissions(ctx):
     return ctx.sim.permissions(ctx.token, ctx.p.get("path"))
 
 
+def h_mapping_index(ctx):
+    return [{"name": "dir"}, {"name": "pci"}, {"name": "usb"}]
+
+
+def _mapping_handlers(kind):
+    def h_list(ctx):
+        if ctx.p.get("check-node") and ctx.p["check-node"] not in ("localhost", ctx.sim.entry):
+            die("wrong node to check - %s != %s" % (ctx.p["check-node"], ctx.sim.entry))
+        return ctx.sim.devices.list(ctx.sim, kind, ctx.token)
+
+    def h_get(ctx):
+        return ctx.sim.devices.get(kind, ctx.p["id"])
+
+    def h_create(ctx):
+        ctx.sim.devices.create(kind, ctx.p)
+        return None
+
+    def h_update(ctx):
+        ctx.sim.devices.update(kind, ctx.p)
+        return None
+
+    def h_delete(ctx):
+        ctx.sim.devices.delete(kind, ctx.p["id"])
+        return None
+    return h_list, h_get, h_create, h_update, h_delete
+
+
+_PCI = _mapping_handlers("pci")
+_USB = _mapping_handlers("usb")
+
 Q = "/nodes/{node}/qemu/{vmid}"
 ROUTES = {
+    ("GET", "/cluster/mapping"): h_mapping_index,
+    ("GET", "/cluster/mapping/pci"): _PCI[0],
+    ("GET", "/cluster/mapping/pci/{id}"): _PCI[1],
+    ("POST", "/cluster/mapping/pci"): _PCI[2],
+    ("PUT", "/cluster/mapping/pci/{id}"): _PCI[3],
+    ("DELETE", "/cluster/mapping/pci/{id}"): _PCI[4],
+    ("GET", "/cluster/mapping/usb"): _USB[0],
+    ("GET", "/cluster/mapping/usb/{id}"): _USB[1],
+    ("POST", "/cluster/mapping/usb"): _USB[2],
+    ("PUT", "/cluster/mapping/usb/{id}"): _USB[3],
+    ("DELETE", "/cluster/mapping/usb/{id}"): _USB[4],
     ("GET", "/version"): h_version,
     ("GET", "/cluster/status"): h_cluster_status,
     ("GET", "/cluster/resources"): h_resources,

@@ -50,6 +50,7 @@ class Control:
             "pool": pool, "ha": vm.ha, "config": dict(vm.conf),
             "pending": dict(vm.pending), "pending_delete": list(vm.pending_delete),
             "boot_gen": vm.boot_gen,
+            "devices": list(getattr(vm, "devices", None) or []),
         }
         if self.guests:
             d["guest"] = self.guests.view(vm.vmid)
@@ -75,6 +76,8 @@ class Control:
 
     def _route(self, method, path, q, body):
         sim = self.sim
+        if method == "GET" and path == "/_sim/devices":
+            return sim.devices.status(sim)
         if method == "GET" and path == "/_sim/vms":
             return [self.vm_view(vm) for vm in sorted(sim.vms.values(), key=lambda v: v.vmid)]
         m = re.match(r"^/_sim/vms/(\d+)(?:/(\w+))?$", path)

@@ -282,6 +282,26 @@ SMBIOS1_FMT = {
 for _k in ("version", "serial", "manufacturer", "product", "sku", "family"):
     SMBIOS1_FMT[_k] = {"type": "string", "optional": 1, "pattern": r"[A-Za-z0-9+\/]+={0,2}"}
 
+# qemu-server's PVE::QemuServer::PCI $hostpci_fmt.
+_PCIRE = r"(?:[a-f0-9]{4,}:)?[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?"
+_HEXID = r"^0x[0-9a-fA-F]{4}$"
+HOSTPCI_FMT = {
+    "host": {"default_key": 1, "optional": 1, "type": "string",
+             "pattern": _PCIRE + "(;" + _PCIRE + ")*"},
+    "mapping": {"optional": 1, "type": "string", "format": "pve-configid"},
+    "rombar": {"type": "boolean", "optional": 1},
+    "romfile": {"type": "string", "optional": 1, "pattern": r"[^,;]+"},
+    "pcie": {"type": "boolean", "optional": 1},
+    "x-vga": {"type": "boolean", "optional": 1},
+    "legacy-igd": {"type": "boolean", "optional": 1},
+    "mdev": {"type": "string", "optional": 1, "pattern": r"[^/\.:]+"},
+    "vendor-id": {"type": "string", "optional": 1, "pattern": _HEXID},
+    "device-id": {"type": "string", "optional": 1, "pattern": _HEXID},
+    "sub-vendor-id": {"type": "string", "optional": 1, "pattern": _HEXID},
+    "sub-device-id": {"type": "string", "optional": 1, "pattern": _HEXID},
+    "driver": {"type": "string", "optional": 1, "enum": ["vfio", "keep"]},
+}
+
 IPCONFIG_FMT = {
     "ip": {"type": "string", "format": "pve-ipv4-config", "optional": 1},
     "gw": {"type": "string", "format": "ipv4", "optional": 1},
@@ -337,12 +357,13 @@ HASHES = {
     "pve-qm-ipconfig": IPCONFIG_FMT,
     "pve-qm-cicustom": CICUSTOM_FMT,
     "pve-qm-boot": BOOT_FMT,
+    "pve-qm-hostpci": HOSTPCI_FMT,
 }
 
 # Named formats the simulator accepts without checking (documented in
-# docs/pve-sim.md): hardware passthrough and CPU models Carpenter never sets.
+# docs/pve-sim.md): CPU models and devices Carpenter never sets.
 UNCHECKED = {
-    "pve-vm-cpu-conf", "pve-qm-hostpci", "pve-qm-watchdog", "pve-qm-rng",
+    "pve-vm-cpu-conf", "pve-qm-watchdog", "pve-qm-rng",
     "pve-qemu-sev-fmt", "pve-qemu-tdx-fmt",
 }
 

@@ -10,7 +10,8 @@ partitioned host's guests pause and resume.  The sim never deletes Nodes.
 Node contents (see docs/pve-sim.md): name = VM name (lower-cased) unless
 cloud-init says otherwise; providerID from kubelet-arg provider-id, else the
 smbios1 serial, else proxmox://<cluster>/<vmid>; capacity from cores x sockets,
-memory and the boot disk; allocatable = kubelet defaults (memory minus the
+memory, the boot disk and the extended resources its passed-through devices
+give (devices.py); allocatable = kubelet defaults (memory minus the
 100Mi hard eviction threshold, ephemeral-storage minus the 10% nodefs
 threshold, cpu and pods unreserved); taint karpenter.sh/unregistered:NoExecute
 plus cloud-init's labels and taints.
@@ -114,6 +115,16 @@ def build_node(info, opts):
     conditions.append({"type": "Ready", "status": "False", "reason": "KubeletNotReady",
                        "message": "container runtime status check may not have completed yet",
                        "lastHeartbeatTime": ts, "lastTransitionTime": ts})
+    capacity = {"cpu": str(cpus), "memory": "%dKi" % mem_ki, "pods": "110",
+                "ephemeral-storage": "%dKi" % (disk_bytes // 1024),
+                "hugepages-1Gi": "0", "hugepages-2Mi": "0"}
+    allocatable = {"cpu": str(cpus), "memory": "%dKi" % max(0, mem_ki - 102400),
+                   "pods": "110", "ephemeral-storage": str(int(disk_bytes * 0.9)),
+                   "hugepages-1Gi": "0", "hugepages-2Mi": "0"}
+    # What the VM's passed-through devices give, as their device plugins
+    # would report it (devices.py).
+    for res, n in sorted((info.get("resources") or {}).items()):
+        capacity[res] = allocatable[res] = str(n)
     node = {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {
@@ -124,12 +135,8 @@ def build_node(info, opts):
         },
         "spec": {"providerID": provider, "taints": taints},
         "status": {
-            "capacity": {"cpu": str(cpus), "memory": "%dKi" % mem_ki, "pods": "110",
-                         "ephemeral-storage": "%dKi" % (disk_bytes // 1024),
-                         "hugepages-1Gi": "0", "hugepages-2Mi": "0"},
-            "allocatable": {"cpu": str(cpus), "memory": "%dKi" % max(0, mem_ki - 102400),
-                            "pods": "110", "ephemeral-storage": str(int(disk_bytes * 0.9)),
-                            "hugepages-1Gi": "0", "hugepages-2Mi": "0"},
+            "capacity": capacity,
+            "allocatable": allocatable,
             "conditions": conditions,
             "addresses": [{"type": "InternalIP", "address": ip},
                           {"type": "Hostname", "address": name}],

@@ -111,6 +111,14 @@ def parse_args(argv):
     a("--keepalive-timeout", type=float, default=5.0)
     a("--max-post-bytes", type=int, default=512 * 1024)
     a("--max-upload-bytes", type=int, default=64 << 20)
+    a("--pci-mapping", dest="pci_mappings", action="append", default=[],
+      help="ID=HOST:N[,HOST:N...][@VENDOR:DEVICE]: a PCI resource mapping with N devices on "
+      "each host (repeatable; default id 10de:2684, an NVIDIA GPU)")
+    a("--usb-mapping", dest="usb_mappings", action="append", default=[],
+      help="ID=HOST:N[,...][@VENDOR:PRODUCT]: a USB resource mapping (repeatable)")
+    a("--device-resource", dest="device_resources", action="append", default=[],
+      help="VENDOR[:DEVICE]=RESOURCE: the extended resource a guest's device of that id "
+      "reports (defaults: 10de nvidia.com/gpu, 1002 amd.com/gpu, 8086 gpu.intel.com/i915)")
     a("--apidata", default=None,
       help="the PVE API schema (apidata.js, or .js.gz); default: PVE_APIDATA, else the copy in hack/pvesim/data")
     a("--verbose", action="store_true")
@@ -122,6 +130,17 @@ def parse_args(argv):
     opts.pools = [x for x in opts.pools.split(",") if x]
     if opts.full_clone_seconds is None:
         opts.full_clone_seconds = opts.clone_seconds * 3
+    from . import devices
+    try:
+        for kind, texts in (("pci", opts.pci_mappings), ("usb", opts.usb_mappings)):
+            for t in texts:
+                for host, _ in devices.parse_mapping_flag(t, kind)[2]:
+                    if host not in opts.hosts:
+                        raise ValueError("--%s-mapping %r: no host %r" % (kind, t, host))
+        for t in opts.device_resources:
+            devices.parse_resource_flag(t)
+    except ValueError as e:
+        p.error(str(e))
     opts.apidata = opts.apidata or schema_default_path()
     if not os.path.isfile(opts.apidata):
         p.error("the PVE API schema %s does not exist (--apidata or PVE_APIDATA)" % opts.apidata)

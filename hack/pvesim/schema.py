@@ -248,6 +248,12 @@ class Schema:
         errors = Errors()
         props = pschema.get("properties") or {}
         plain, numbered = expand_props(props)
+        # A form repeats an array parameter's key; the server joins the
+        # values with NUL (pve-http-server), the handler splits them again.
+        for k, v in list(params.items()):
+            sch = lookup(plain, numbered, k)
+            if sch and sch.get("type") == "array" and isinstance(v, str):
+                params[k] = v.split("\0") if v else []
         self.check_object("", plain, numbered, params, pschema.get("additionalProperties"),
                           errors)
         return errors

@@ -12,7 +12,7 @@ import threading
 import time
 import urllib.parse
 
-from . import formats, vms
+from . import devices as devmod, formats, vms
 from .errors import Interrupted, PveError, TaskError, die, param_error, perm_error
 from .formats import parse_size, format_size, split_list
 from .storage import DEFS, GiB, Storages
@@ -120,6 +120,7 @@ class Sim:
         self.fingerprint = None
         self.ha_used = False          # the HA CRM has kept a node status
         self.started_at = time.time()
+        self.devices = devmod.Devices(opts, opts.hosts)
         for spec in opts.templates:
             self._add_template(spec)
 
@@ -776,9 +777,16 @@ class Sim:
 
     def _check_modify_perm(self, token, vmid, opt, value):
         path = "/vms/%s" % vmid
-        if opt in ROOT_ONLY or re.match(r"^(hostpci|parallel|virtiofs)\d+$", opt) or \
-                (re.match(r"^serial\d+$", opt) and value not in (None, "socket")) or \
-                (re.match(r"^usb\d+$", opt) and value is not None and "spice" not in value):
+        if re.match(r"^(hostpci|usb)\d+$", opt):
+            if self._user(token) == ROOT:
+                return
+            if value is None:
+                self.need(token, path, "VM.Config.HWType")
+            else:
+                self.devices.check_config_perm(self, token, opt, value)
+            return
+        if opt in ROOT_ONLY or re.match(r"^(parallel|virtiofs)\d+$", opt) or \
+                (re.match(r"^serial\d+$", opt) and value not in (None, "socket")):
             if self._user(token) != ROOT:
                 die("only root can set '%s' config" % opt)
             return
@@ -1012,13 +1020,18 @@ class Sim:
             if self.host_mem_used(node) + need > host.mem:
                 task.log("kvm: cannot set up guest memory 'pc.ram': Cannot allocate memory")
                 raise TaskError("start failed: QEMU exited with code 1")
+            cur.devices = self.devices.assign(self, cur, conf, node)
             cur.starting = True
             cur.boot_conf = conf
             try:
                 yield Work(self.opts.start_seconds)
+            except BaseException:
+                cur.devices = []
+                raise
             finally:
                 cur.starting = False
             if self.vms.get(vmid) is not cur:
+                cur.devices = []
                 raise TaskError("VM %d vanished during start" % vmid)
             for k, v in cur.pending.items():
                 cur.conf[k] = v
@@ -1099,6 +1112,7 @@ class Sim:
 
     def _power_off(self, vm, crashed=False):
         vm.running = False
+        vm.devices = []
         vm.started_at = None
         vm.pid = None
         self.stats["vm_stops"] += 1
@@ -1205,6 +1219,7 @@ class Sim:
             "vmid": vm.vmid, "node": vm.node, "cluster": self.cluster, "conf": dict(conf),
             "iso": iso, "snippets": snippets, "notes": notes, "gen": vm.boot_gen,
             "host_index": self.hosts[vm.node].index,
+            "resources": self.devices.node_resources(getattr(vm, "devices", None)),
         }
         if self.guests:
             self.guests.boot(info, paused=not self.hosts[vm.node].online)

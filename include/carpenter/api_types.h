@@ -94,6 +94,9 @@ int carp_resources_decode(yajl_val list, const char *path,
 void carp_resources_cleanup(struct carp_resources *r);
 void carp_resources_add(struct carp_resources *sum,
                         const struct carp_resources *r);
+/* Adds value to the extended resource name (created when absent). */
+void carp_resources_add_extended(struct carp_resources *r, const char *name,
+                                 int64_t value);
 /* Per resource, the larger of a and b. */
 void carp_resources_max(struct carp_resources *acc,
                         const struct carp_resources *r);

@@ -1,7 +1,7 @@
-/* Module api (internal/api). CapacityBuffer (autoscaling.x-k8s.io/v1beta1, namespaced): room kept
- * free for pods that do not exist yet, as Cluster Autoscaler and
- * Karpenter (1.13+) define it. A buffer names the shape of one chunk - a
- * PodTemplate (podTemplateRef) or the pod template of a Deployment,
+/* Module api (internal/api). CapacityBuffer (autoscaling.x-k8s.io/v1beta1,
+ * namespaced): room kept free for pods that do not exist yet, as Cluster
+ * Autoscaler and Karpenter (1.13+) define it. A buffer names the shape of one
+ * chunk - a PodTemplate (podTemplateRef) or the pod template of a Deployment,
  * StatefulSet or ReplicaSet (scalableRef) - and how many chunks to keep:
  * replicas, a percentage of the scalable object's replicas (the larger of
  * the two when both are set), at most what fits in limits (or, with

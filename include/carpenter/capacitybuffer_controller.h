@@ -1,13 +1,13 @@
-/* Module capacitybuffer (internal/capacitybuffer). The CapacityBuffer controller ("capacitybuffer", Karpenter's name),
- * keyed by "namespace/name": resolves each buffer's pod template (a
- * PodTemplate, or the template of the Deployment, StatefulSet or
- * ReplicaSet scalableRef names, read with a GET), computes how many
- * chunks to keep (carp_capacitybuffer_replicas), puts that many virtual
- * pods in the cluster state (carp_cluster_set_virtual_pods) and writes the
- * buffer's status: replicas, the PodTemplate seen, ReadyForProvisioning,
- * and Provisioning from where the provisioner last placed the virtual
- * pods. A buffer is resolved again every resync (30 s) and whenever it
- * changes; status alone is recomputed when the provisioner reports
+/* Module capacitybuffer (internal/capacitybuffer). The CapacityBuffer
+ * controller ("capacitybuffer", Karpenter's name), keyed by "namespace/name":
+ * resolves each buffer's pod template (a PodTemplate, or the template of the
+ * Deployment, StatefulSet or ReplicaSet scalableRef names, read with a GET),
+ * computes how many chunks to keep (carp_capacitybuffer_replicas), puts that
+ * many virtual pods in the cluster state (carp_cluster_set_virtual_pods) and
+ * writes the buffer's status: replicas, the PodTemplate seen,
+ * ReadyForProvisioning, and Provisioning from where the provisioner last placed
+ * the virtual pods. A buffer is resolved again every resync (30 s) and whenever
+ * it changes; status alone is recomputed when the provisioner reports
  * placements (carp_capacitybuffer_controller_placed).
  *
  * A buffer that is invalid, names nothing, names an object that does not

@@ -1,5 +1,6 @@
-/* Module interruption (internal/interruption). Interruption: what Carpenter does when a Proxmox host goes away - its
- * analogue of Karpenter's interruption handling (docs/hosts.md).
+/* Module interruption (internal/interruption). Interruption: what Carpenter
+ * does when a Proxmox host goes away - its analogue of Karpenter's interruption
+ * handling (docs/hosts.md).
  *
  * The controller "nodeclaim.interruption" polls the provider's view of
  * every zone that holds a NodeClaim (carp_provider_zone_status) and deletes

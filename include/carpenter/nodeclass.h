@@ -84,11 +84,36 @@ struct carp_eviction_threshold {
   int64_t value; /* else bytes (memory, fs) or a count (inodes, pids) */
 };
 
+/* Host devices passed through to VMs (spec.devices): a Proxmox resource
+ * mapping (/cluster/mapping/pci or /usb), how many of its devices one VM
+ * gets, and the extended resource they give the node. */
+enum carp_device_type { CARP_DEVICE_PCI = 0, CARP_DEVICE_USB };
+
+/* At most this many device classes per NodeClass (CRD maxItems); an
+ * instance type names the ones it carries as a bit mask. */
+#define CARP_MAX_DEVICE_CLASSES 16
+
+struct carp_device_class {
+  const char *name; /* interned */
+  enum carp_device_type type;
+  const char *mapping;  /* interned: the Proxmox mapping ID */
+  int32_t count;        /* devices per VM, default 1 */
+  const char *resource; /* interned: extended resource, e.g. nvidia.com/gpu */
+  int pcie;             /* PCI: hostpciN pcie=1 (default 1; USB: 0) */
+  int64_t price_nano;   /* per device and hour, 1e-9 units (default 0) */
+  /* gpu: the device is a GPU, labelled carpenter.dev/instance-gpu-* */
+  int gpu;
+  const char *gpu_name;         /* interned; NULL when unset */
+  const char *gpu_manufacturer; /* interned; NULL when unset */
+  int64_t gpu_memory;           /* bytes per GPU; 0 when unset */
+};
+
 struct carp_instance_family {
   const char *name;       /* interned */
   int64_t memory_per_cpu; /* bytes */
   uint32_t nsizes;        /* 0: the class's sizes */
   int32_t *sizes;
+  uint32_t devices; /* bit i: carries spec.devices[i] */
 };
 
 struct carp_custom_instance_type {
@@ -98,6 +123,7 @@ struct carp_custom_instance_type {
   int64_t memory; /* bytes */
   int has_price;
   int64_t price_nano; /* price per hour in 1e-9 units */
+  uint32_t devices;   /* bit i: carries spec.devices[i] */
 };
 
 struct carp_nodeclass_spec {
@@ -152,6 +178,9 @@ struct carp_nodeclass_spec {
    * nodefs.inodesFree 5%) and eviction_hard_defaulted = 1. */
   struct carp_eviction_threshold eviction_hard[CARP_EVICT_NSIGNALS];
   int eviction_hard_defaulted;
+  /* devices */
+  uint32_t ndevices; /* <= CARP_MAX_DEVICE_CLASSES */
+  struct carp_device_class *devices;
   /* instanceTypes */
   uint32_t nfamilies;
   struct carp_instance_family *families;
@@ -179,6 +208,17 @@ struct carp_instance_type {
   int64_t price_nano; /* per hour, 1e-9 units */
   double price;       /* price_nano / 1e9 */
   int custom;
+  uint32_t devices; /* bit i: carries spec.devices[i] */
+};
+
+/* What a type's GPUs say about it (Karpenter's instance-gpu-* labels):
+ * count = the devices of its GPU classes; name, manufacturer (NULL when
+ * unset) and memory (bytes per GPU, 0 when unset) of its GPU class. */
+struct carp_instance_gpu {
+  int32_t count;
+  const char *name;
+  const char *manufacturer;
+  int64_t memory;
 };
 
 struct carp_nodeclass_template {
@@ -221,7 +261,8 @@ int carp_nodeclass_validate(yajl_val obj, char **reason);
 /* The instance types the class offers: every family x size of the grid
  * (a family's own sizes, else the class's), in family order and ascending
  * size, then the custom types in order. Memory = size x memoryPerCPU;
- * price = vCPUs x perCPU + GiB x perGiB unless a custom type has its own.
+ * price = vCPUs x perCPU + GiB x perGiB + each device class's price x
+ * count, unless a custom type has its own.
  * Duplicates (by name) keep the first. *out is freed with carp_free. */
 int carp_nodeclass_instance_types(const struct carp_nodeclass_spec *spec,
                                   struct carp_instance_type **out, size_t *n);
@@ -230,11 +271,16 @@ void carp_instance_type_name(const char *family, int32_t cpu, int64_t memory,
                              char out[96]);
 /* Capacity of a VM of that type: cpu, memory less vmMemoryOverhead,
  * ephemeral-storage = bootDisk.size (else template_disk, bytes), pods =
- * maxPods. */
+ * maxPods, and each device class's resource x count (capacity->extended
+ * is allocated: free with carp_resources_cleanup). */
 void carp_nodeclass_capacity(const struct carp_nodeclass_spec *spec,
                              const struct carp_instance_type *it,
                              int64_t template_disk,
                              struct carp_resources *capacity);
+/* The GPUs of a type (count 0 when it has none). */
+void carp_instance_type_gpu(const struct carp_nodeclass_spec *spec,
+                            const struct carp_instance_type *it,
+                            struct carp_instance_gpu *out);
 /* Eviction thresholds as amounts: memory.available against memory and
  * nodefs.available against ephemeral-storage (a percentage of capacity,
  * rounded up). allocatable = capacity - kube_reserved - system_reserved -

@@ -81,6 +81,16 @@ struct carp_provider_error {
   char message[512];
 };
 
+/* A label of an instance type beyond the standard ones (its GPUs): key =
+ * value, or, with absent set, a key nodes of the type never have (the
+ * scheduler reads it as DoesNotExist). */
+struct carp_provider_label {
+  char key[64];
+  char value[64];
+  int absent;
+};
+#define CARP_PROVIDER_MAX_LABELS 8
+
 /* One VM as the provider sees it. */
 struct carp_provider_instance {
   char provider_id[128]; /* proxmox://<region>/<vmid> */
@@ -101,10 +111,13 @@ struct carp_provider_instance {
   char nodepool[128];
   char nodeclass[128];
   char cluster[64];
-  /* create only: the node's estimated capacity and allocatable
-   * (nextended is always 0). */
+  /* create only: the node's estimated capacity and allocatable (extended
+   * resources of its devices included), and the labels of its type
+   * (defined ones only). */
   struct carp_resources capacity;
   struct carp_resources allocatable;
+  struct carp_provider_label labels[CARP_PROVIDER_MAX_LABELS];
+  size_t nlabels;
 };
 
 /* An offering: an instance type in one (region, zone). */
@@ -129,6 +142,8 @@ struct carp_provider_instance_type {
   struct carp_resources system_reserved;
   struct carp_resources eviction_threshold;
   struct carp_resources allocatable;
+  struct carp_provider_label labels[CARP_PROVIDER_MAX_LABELS];
+  size_t nlabels;
   size_t nofferings;
   struct carp_provider_offering *offerings;
 };
@@ -138,6 +153,7 @@ struct carp_provider_instance_types {
   struct carp_provider_instance_type *v;
 };
 
+/* Frees the offerings and the capacity and allocatable of every type. */
 void carp_provider_instance_types_free(struct carp_provider_instance_types *t);
 
 /* --- the write-ahead hook ------------------------------------------------ */

@@ -39,6 +39,15 @@
 #define CARP_LABEL_INSTANCE_FAMILY "carpenter.dev/instance-family"
 #define CARP_LABEL_INSTANCE_CPU    "carpenter.dev/instance-cpu"    /* vCPUs */
 #define CARP_LABEL_INSTANCE_MEMORY "carpenter.dev/instance-memory" /* MiB */
+/* GPUs of an instance type (Karpenter's instance-gpu-* labels): types
+ * without GPUs say DoesNotExist for them, so a pod that asks for a GPU
+ * label never gets a type without GPUs. */
+#define CARP_LABEL_INSTANCE_GPU_COUNT "carpenter.dev/instance-gpu-count"
+#define CARP_LABEL_INSTANCE_GPU_NAME  "carpenter.dev/instance-gpu-name"
+#define CARP_LABEL_INSTANCE_GPU_MANUFACTURER                                   \
+  "carpenter.dev/instance-gpu-manufacturer"
+#define CARP_LABEL_INSTANCE_GPU_MEMORY                                         \
+  "carpenter.dev/instance-gpu-memory" /* MiB */
 
 /* Taints Carpenter itself manages. */
 #define CARP_TAINT_UNREGISTERED "karpenter.sh/unregistered"

@@ -1,6 +1,7 @@
-/* Module static (internal/static). Static NodePools (spec.replicas, Karpenter 1.8+): a NodePool with
- * replicas keeps exactly that many nodes, whatever the pods ask for. Two
- * controllers, as Karpenter has them, each keyed by NodePool name:
+/* Module static (internal/static). Static NodePools (spec.replicas,
+ * Karpenter 1.8+): a NodePool with replicas keeps exactly that many nodes,
+ * whatever the pods ask for. Two controllers, as Karpenter has them, each keyed
+ * by NodePool name:
  *
  *   static.provisioning    launches NodeClaims of the pool's template
  *                          while fewer than replicas are not being

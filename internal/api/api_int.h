@@ -54,6 +54,15 @@ int api_bytes(const char *s, int64_t *out);
 /* ProxmoxNodeClass status (nodeclass_status.c). */
 int api_nodeclass_status_decode(yajl_val obj, struct carp_nodeclass_status *st,
                                 char **err);
+/* spec.devices of a ProxmoxNodeClass, and an instance type's devices
+ * list as a mask over them (nodeclass_devices.c). */
+int api_devices_decode(yajl_val spec, struct carp_nodeclass_spec *s,
+                       char **err);
+int api_device_refs(yajl_val obj, const char *path,
+                    const struct carp_nodeclass_spec *s, uint32_t *mask,
+                    char **err);
+void api_device_class_cleanup(struct carp_device_class *d);
+
 /* "7.5" or "1.25" (at most 2 decimals) in hundredths. */
 int api_hundredths(const char *s, int32_t *out);
 

@@ -36,10 +36,14 @@ void carp_instance_type_name(const char *family, int32_t cpu, int64_t memory,
 }
 
 static int64_t price_of(const struct carp_nodeclass_spec *spec, int32_t cpu,
-                        int64_t memory)
+                        int64_t memory, uint32_t devices)
 {
   __int128 p = (__int128)cpu * spec->price_per_cpu_nano;
+  uint32_t i;
   p += ((__int128)memory * spec->price_per_gib_nano + GiB / 2) / GiB;
+  for (i = 0; i < spec->ndevices; i++)
+    if (devices & (1u << i))
+      p += (__int128)spec->devices[i].price_nano * spec->devices[i].count;
   return p > INT64_MAX ? INT64_MAX : (int64_t)p;
 }
 
@@ -86,7 +90,8 @@ int carp_nodeclass_instance_types(const struct carp_nodeclass_spec *spec,
       carp_instance_type_name(f->name, x->cpu, x->memory, x->name);
       if (has_name(t, count, x->name))
         continue;
-      x->price_nano = price_of(spec, x->cpu, x->memory);
+      x->devices = f->devices;
+      x->price_nano = price_of(spec, x->cpu, x->memory, x->devices);
       x->price = (double)x->price_nano / 1e9;
       count++;
     }
@@ -102,8 +107,10 @@ int carp_nodeclass_instance_types(const struct carp_nodeclass_spec *spec,
     snprintf(x->family, sizeof(x->family), "%s", c->family);
     x->cpu = c->cpu;
     x->memory = c->memory;
-    x->price_nano =
-        c->has_price ? c->price_nano : price_of(spec, c->cpu, c->memory);
+    x->devices = c->devices;
+    x->price_nano = c->has_price
+                        ? c->price_nano
+                        : price_of(spec, c->cpu, c->memory, c->devices);
     x->price = (double)x->price_nano / 1e9;
     x->custom = 1;
     count++;
@@ -118,6 +125,7 @@ void carp_nodeclass_capacity(const struct carp_nodeclass_spec *spec,
                              int64_t template_disk,
                              struct carp_resources *capacity)
 {
+  uint32_t i;
   memset(capacity, 0, sizeof(*capacity));
   capacity->cpu = (int64_t)it->cpu * 1000;
   capacity->memory = (int64_t)((__int128)it->memory *
@@ -125,6 +133,30 @@ void carp_nodeclass_capacity(const struct carp_nodeclass_spec *spec,
   capacity->ephemeral =
       spec->boot_disk_size ? spec->boot_disk_size : template_disk;
   capacity->pods = spec->max_pods;
+  for (i = 0; i < spec->ndevices; i++)
+    if (it->devices & (1u << i))
+      carp_resources_add_extended(capacity, spec->devices[i].resource,
+                                  spec->devices[i].count);
+}
+
+void carp_instance_type_gpu(const struct carp_nodeclass_spec *spec,
+                            const struct carp_instance_type *it,
+                            struct carp_instance_gpu *out)
+{
+  uint32_t i;
+  memset(out, 0, sizeof(*out));
+  for (i = 0; i < spec->ndevices; i++) {
+    const struct carp_device_class *d = &spec->devices[i];
+    if (!(it->devices & (1u << i)) || !d->gpu)
+      continue;
+    out->count += d->count;
+    /* Validation allows one GPU class per type; the first wins else. */
+    if (!out->name && !out->manufacturer && !out->memory) {
+      out->name = d->gpu_name;
+      out->manufacturer = d->gpu_manufacturer;
+      out->memory = d->gpu_memory;
+    }
+  }
 }
 
 static int64_t amount(const struct carp_eviction_threshold *t, int64_t of)

@@ -67,6 +67,9 @@ static void spec_cleanup(struct carp_nodeclass_spec *s)
   carp_intern_release(s->iso_storage);
   carp_resources_cleanup(&s->kube_reserved);
   carp_resources_cleanup(&s->system_reserved);
+  for (i = 0; i < s->ndevices; i++)
+    api_device_class_cleanup(&s->devices[i]);
+  carp_free(s->devices);
   for (i = 0; i < s->nfamilies; i++) {
     carp_intern_release(s->families[i].name);
     carp_free(s->families[i].sizes);
@@ -369,7 +372,8 @@ static int decode_instance_types(yajl_val spec, struct carp_nodeclass_spec *s,
         return carp_api_error(err, p, "must be an object");
       if (api_str(f, "name", p, &name, err) ||
           api_str(f, "memoryPerCPU", p, &mem, err) ||
-          api_arr(f, "sizes", p, &fs, err))
+          api_arr(f, "sizes", p, &fs, err) ||
+          api_device_refs(f, p, s, &o->devices, err))
         return CARP_EPARSE;
       if (!name || !*name || !mem || api_bytes(mem, &o->memory_per_cpu) ||
           o->memory_per_cpu <= 0)
@@ -406,7 +410,8 @@ static int decode_instance_types(yajl_val spec, struct carp_nodeclass_spec *s,
           api_str(c, "family", p, &family, err) ||
           api_int(c, "cpu", p, &has_cpu, &cpu, err) ||
           api_str(c, "memory", p, &mem, err) ||
-          api_str(c, "price", p, &price, err))
+          api_str(c, "price", p, &price, err) ||
+          api_device_refs(c, p, s, &o->devices, err))
         return CARP_EPARSE;
       if (!name || !*name || !has_cpu || cpu < 1 || cpu > 512 || !mem ||
           api_bytes(mem, &o->memory) || o->memory <= 0)
@@ -482,6 +487,7 @@ static int nodeclass_decode(yajl_val obj, struct carp_objmeta **out, char **err)
   if (api_obj(obj, "spec", "", &spec, err) ||
       decode_where(spec, &nc->spec, err) || decode_boot(spec, &nc->spec, err) ||
       decode_kubelet(spec, &nc->spec, err) ||
+      api_devices_decode(spec, &nc->spec, err) ||
       decode_instance_types(spec, &nc->spec, err) ||
       decode_money(spec, &nc->spec, err) ||
       api_nodeclass_status_decode(obj, &nc->status, err)) {

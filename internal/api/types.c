@@ -140,6 +140,12 @@ void carp_resources_add(struct carp_resources *sum,
     find_ext(sum, r->extended[i].name, 1)->value += r->extended[i].value;
 }
 
+void carp_resources_add_extended(struct carp_resources *r, const char *name,
+                                 int64_t value)
+{
+  find_ext(r, name, 1)->value += value;
+}
+
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 
 void carp_resources_max(struct carp_resources *acc,

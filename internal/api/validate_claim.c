@@ -63,6 +63,10 @@ static unsigned key_rules(const char *key, int nodepool, int requirement)
   if (strcmp(key, "carpenter.dev/instance-family") &&
       strcmp(key, "carpenter.dev/instance-cpu") &&
       strcmp(key, "carpenter.dev/instance-memory") &&
+      strcmp(key, "carpenter.dev/instance-gpu-count") &&
+      strcmp(key, "carpenter.dev/instance-gpu-name") &&
+      strcmp(key, "carpenter.dev/instance-gpu-manufacturer") &&
+      strcmp(key, "carpenter.dev/instance-gpu-memory") &&
       (!requirement || strcmp(key, "carpenter.dev/proxmoxnodeclass")) &&
       domain_ends_with(key, "carpenter.dev"))
     bad |= R_CARPENTER_DOMAIN;

@@ -125,4 +125,13 @@ void v_restricted_key(struct vctx *v, const char *path, const char *key,
  * path) and Karpenter's runtime check that keys are qualified names. */
 void v_template_labels(struct vctx *v, yajl_val labels, const char *path);
 
+/* ProxmoxNodeClass device classes (validate_devices.c): spec.devices;
+ * an instance type's devices list (it: a family or custom type at path),
+ * noting a name that is no class and a second GPU class; then the two
+ * spec-level CEL messages once. */
+void v_nodeclass_devices(struct vctx *v, yajl_val spec);
+void v_instance_type_devices(struct vctx *v, yajl_val spec, yajl_val it,
+                             const char *path, int *unknown, int *two_gpus);
+void v_instance_type_devices_done(struct vctx *v, int unknown, int two_gpus);
+
 #endif

@@ -3,7 +3,8 @@
  * ProxmoxNodeClass's JSON, CEL rules evaluated on the defaulted object as
  * the API server does (clone.mode Linked, bootstrap.mode Template, the
  * default families), plus two checks of Carpenter's own: quantities and
- * prices must fit its integer representation. */
+ * prices must fit its integer representation. Device classes are checked
+ * in validate_devices.c. */
 #include <string.h>
 
 #include "carpenter/error.h"
@@ -344,7 +345,7 @@ static void instance_types(struct vctx *v, yajl_val spec)
   char p[VPATH], pi[VPATH], ps[VPATH];
   yajl_val it = v_obj(v, spec, "spec", "instanceTypes", 0), fam, custom, a;
   size_t i, j;
-  int has_families, has_custom;
+  int has_families, has_custom, unknown = 0, two_gpus = 0;
 
   if (!it) {
     /* Defaulted to {}: the default families - nothing to check. */
@@ -365,6 +366,7 @@ static void instance_types(struct vctx *v, yajl_val spec)
     fits(v, f, pi, "memoryPerCPU", PAT_MEMORY);
     a = v_arr(v, f, pi, "sizes", 0, 32);
     v_int_list(v, a, v_sub(ps, pi, "sizes"), 1, 512, 1);
+    v_instance_type_devices(v, spec, f, pi, &unknown, &two_gpus);
   }
   map_keys(v, fam, p);
   a = v_arr(v, it, base, "sizes", 0, 32);
@@ -386,9 +388,11 @@ static void instance_types(struct vctx *v, yajl_val spec)
     fits(v, c, pi, "memory", PAT_MEMORY);
     v_str(v, c, pi, "price", 0, &price_rule);
     price_fits(v, c, pi, "price");
+    v_instance_type_devices(v, spec, c, pi, &unknown, &two_gpus);
   }
   map_keys(v, custom, p);
   v_str(v, it, base, "vmMemoryOverhead", 0, &overhead_rule);
+  v_instance_type_devices_done(v, unknown, two_gpus);
 
   /* CEL, on the defaulted object: absent families are c1, s1, m1. */
   has_families = !fam ? 1 : fam->u.array.len > 0;
@@ -464,6 +468,7 @@ int carp_nodeclass_validate(yajl_val obj, char **reason)
     cloud_init(&v, spec);
     bootstrap(&v, spec);
     kubelet(&v, spec);
+    v_nodeclass_devices(&v, spec);
     instance_types(&v, spec);
     pricing_and_capacity(&v, spec);
   }

@@ -24,6 +24,7 @@
 #include "carpenter/api.h"
 #include "carpenter/duration.h"
 #include "carpenter/nodepool.h"
+#include "carpenter/overlay.h"
 #include "carpenter/scheduling.h"
 #include "carpenter/termination.h"
 #include "disruption_int.h"
@@ -165,7 +166,8 @@ size_t carp__dis_pool_index(const struct dis_analysis *a, const char *name)
 /* ---- prices ---- */
 
 struct price_list {
-  const char *cls; /* class name (borrowed) */
+  const char *cls;  /* class name (borrowed) */
+  const char *pool; /* NodePool name (borrowed): NodeOverlays may match it */
   struct carp_provider_instance_types types;
   int ok;
 };
@@ -177,21 +179,29 @@ struct prices {
 
 static const struct carp_provider_instance_types *
 types_of(struct prices *pl, const struct carp_cluster *c,
-         struct carp_provider *provider, const char *cls)
+         struct carp_provider *provider, const char *cls, const char *pool)
 {
   const struct carp_nodeclass *nc;
+  const struct carp_nodepool *np;
   struct price_list *l;
   size_t i;
+  pool = pool ? pool : "";
   for (i = 0; i < pl->n; i++)
-    if (!strcmp(pl->v[i].cls, cls))
+    if (!strcmp(pl->v[i].cls, cls) && !strcmp(pl->v[i].pool, pool))
       return pl->v[i].ok ? &pl->v[i].types : NULL;
   pl->v = carp_reallocarray(pl->v, pl->n + 1, sizeof(*pl->v));
   l = &pl->v[pl->n++];
   memset(l, 0, sizeof(*l));
   l->cls = cls;
+  l->pool = pool;
   nc = carp_cluster_nodeclass(c, cls);
+  np = carp_cluster_nodepool(c, pool);
+  /* The prices the provisioner saw: NodeOverlays of the pool applied. */
   l->ok = provider && nc &&
-          !carp_provider_instance_types(provider, "disruption", nc, &l->types);
+          !(np ? carp_overlays_instance_types(c, provider, "disruption", np, nc,
+                                              &l->types)
+               : carp_provider_instance_types(provider, "disruption", nc,
+                                              &l->types));
   return l->ok ? &l->types : NULL;
 }
 
@@ -215,7 +225,8 @@ static double price_of(struct prices *pl, const struct carp_cluster *c,
   size_t i, j;
   if (!type || !nc->spec.node_class_ref.name)
     return -1;
-  t = types_of(pl, c, provider, nc->spec.node_class_ref.name);
+  t = types_of(pl, c, provider, nc->spec.node_class_ref.name,
+               carp_nodeclaim_nodepool(nc));
   for (i = 0; t && i < t->n; i++) {
     if (strcmp(t->v[i].name, type))
       continue;

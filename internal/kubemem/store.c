@@ -34,6 +34,7 @@ const struct km_res carp__km_resources[] = {
     {"karpenter.sh", "v1", "nodeclaims", "NodeClaim", 0, 1},
     {"carpenter.dev", "v1alpha1", "proxmoxnodeclasses", "ProxmoxNodeClass", 0,
      1},
+    {"karpenter.sh", "v1alpha1", "nodeoverlays", "NodeOverlay", 0, 1},
     {"apiextensions.k8s.io", "v1", "customresourcedefinitions",
      "CustomResourceDefinition", 0, 1},
 };

@@ -231,7 +231,7 @@ struct label {
 static size_t instance_labels(const struct carp_provider_instance *in,
                               struct label *out)
 {
-  size_t n = 0;
+  size_t n = 0, i;
 #define PUT(k, ...)                                                            \
   do {                                                                         \
     out[n].key = k;                                                            \
@@ -253,10 +253,16 @@ static size_t instance_labels(const struct carp_provider_instance *in,
   if (in->memory)
     PUT("carpenter.dev/instance-memory", "%lld", (long long)(in->memory >> 20));
 #undef PUT
+  for (i = 0; i < in->nlabels; i++) /* the type's GPU labels */
+    if (!in->labels[i].absent) {
+      out[n].key = in->labels[i].key;
+      snprintf(out[n].value, sizeof(out[n].value), "%s", in->labels[i].value);
+      n++;
+    }
   return n;
 }
 
-#define MAX_INSTANCE_LABELS 9
+#define MAX_INSTANCE_LABELS (9 + CARP_PROVIDER_MAX_LABELS)
 
 void carp__lc_put_instance_labels(struct carp_jw *w,
                                   const struct carp_provider_instance *in)

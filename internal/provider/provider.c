@@ -284,8 +284,11 @@ void carp_provider_instance_types_free(struct carp_provider_instance_types *t)
   size_t i;
   if (!t)
     return;
-  for (i = 0; i < t->n; i++)
+  for (i = 0; i < t->n; i++) {
     carp_free(t->v[i].offerings);
+    carp_resources_cleanup(&t->v[i].capacity);
+    carp_resources_cleanup(&t->v[i].allocatable);
+  }
   carp_free(t->v);
   t->v = NULL;
   t->n = 0;

@@ -16,6 +16,7 @@
 #include "carpenter/error.h"
 #include "carpenter/intern.h"
 #include "carpenter/log.h"
+#include "carpenter/overlay.h"
 #include "carpenter/map.h"
 
 #define A (&pr->arena)
@@ -592,10 +593,11 @@ static void add_type(struct carp_prov_problem *pr,
                      struct carp_sched_instance_type *o,
                      const struct carp_provider_instance_type *t)
 {
-  struct carp_sched_requirement *r = carp_arena_array(A, 4, sizeof(*r));
+  struct carp_sched_requirement *r =
+      carp_arena_array(A, 4 + t->nlabels, sizeof(*r));
   struct carp_sched_offering *off;
   const char **regions, **family;
-  size_t i, nregions = 0, j;
+  size_t i, nregions = 0, j, nr;
   r[0] = (struct carp_sched_requirement){CARP_LABEL_ARCH, CARP_SCHED_OP_IN,
                                          amd64_values, 1, 0};
   r[1] = (struct carp_sched_requirement){CARP_LABEL_OS, CARP_SCHED_OP_IN,
@@ -619,9 +621,19 @@ static void add_type(struct carp_prov_problem *pr,
   }
   r[3] = (struct carp_sched_requirement){CARP_LABEL_REGION, CARP_SCHED_OP_IN,
                                          regions, nregions, 0};
+  nr = nregions ? 4 : 3;
+  /* The type's own labels (its GPUs), or DoesNotExist for those it lacks. */
+  for (i = 0; i < t->nlabels; i++) {
+    const char **v = carp_arena_array(A, 1, sizeof(char *));
+    v[0] = t->labels[i].value;
+    r[nr++] = (struct carp_sched_requirement){
+        t->labels[i].key,
+        t->labels[i].absent ? CARP_SCHED_OP_DOES_NOT_EXIST : CARP_SCHED_OP_IN,
+        t->labels[i].absent ? NULL : v, t->labels[i].absent ? 0 : 1, 0};
+  }
   o->name = t->name;
   o->requirements = r;
-  o->nrequirements = nregions ? 4 : 3;
+  o->nrequirements = nr;
   o->capacity = carp_prov_quantities(A, &t->capacity, &o->ncapacity);
   o->kube_reserved =
       carp_prov_quantities(A, &t->kube_reserved, &o->nkube_reserved);
@@ -685,6 +697,10 @@ static int add_pools(struct carp_prov_problem *pr, const struct carp_cluster *c,
   size_t *class_start, *class_n;
   size_t npools = 0, cap = carp_store_len(carp_informer_store(c->nodepools));
   size_t ntypes = 0, captypes = 0, j;
+  /* With NodeOverlays in force each pool sees its own types (an overlay
+   * may match the pool's name or labels); else pools share their class's. */
+  const struct carp_nodeoverlay **ovs = NULL;
+  size_t novs = carp_overlays_in_force(c, &ovs);
 
   pools = carp_arena_array(A, cap + 1, sizeof(*pools));
   pr->pools = carp_arena_array(A, cap + 1, sizeof(*pr->pools));
@@ -706,8 +722,9 @@ static int add_pools(struct carp_prov_problem *pr, const struct carp_cluster *c,
     uint32_t *idx;
     if (!pool_usable(c, np, &cls))
       continue;
-    /* Instance types of its class, fetched once per class. */
-    for (ci = 0; ci < pr->nclasses; ci++)
+    /* Instance types of its class, fetched once per class (per pool
+     * with overlays in force). */
+    for (ci = novs ? pr->nclasses : 0; ci < pr->nclasses; ci++)
       if (!strcmp(class_names[ci], cls->meta.name))
         break;
     if (ci == pr->nclasses) {
@@ -717,6 +734,7 @@ static int add_pools(struct carp_prov_problem *pr, const struct carp_cluster *c,
                       CARP_F_STR("nodeclass", cls->meta.name));
         continue;
       }
+      carp_overlays_apply(ovs, novs, np, cls->meta.name, pt);
       class_names[ci] = cls->meta.name;
       class_start[ci] = ntypes;
       class_n[ci] = pt->n;
@@ -779,6 +797,7 @@ static int add_pools(struct carp_prov_problem *pr, const struct carp_cluster *c,
   pr->p.instance_types = types;
   pr->p.ninstance_types = ntypes;
   pr->types = tref;
+  carp_free(ovs);
   return 0;
 }
 

@@ -28,6 +28,7 @@
 #include "carpenter/error.h"
 #include "carpenter/log.h"
 #include "carpenter/metrics.h"
+#include "carpenter/nodeoverlay.h"
 #include "carpenter/rand.h"
 #include "buffers.h"
 #include "claim.h"
@@ -127,6 +128,20 @@ static void claim_event(struct carp_controller *c,
                         const struct carp_objmeta *obj, int deleted)
 {
   if (deleted || (old && obj->deletion_ms && !old->deletion_ms))
+    trigger(PROV(c), NULL);
+}
+
+/* A NodeOverlay came into force or left it: the types the pending pods
+ * were judged against changed (a capacity overlay may make one fit). */
+static void overlay_event(struct carp_controller *c,
+                          const struct carp_objmeta *old,
+                          const struct carp_objmeta *obj, int deleted)
+{
+  int was =
+      old && carp_nodeoverlay_in_force((const struct carp_nodeoverlay *)old);
+  int is = !deleted &&
+           carp_nodeoverlay_in_force((const struct carp_nodeoverlay *)obj);
+  if (was != is)
     trigger(PROV(c), NULL);
 }
 
@@ -575,6 +590,8 @@ int carp_provisioner_new(const struct carp_controller_env *env,
   carp_controller_watch(&p->base, env->cluster->pods, pod_event);
   carp_controller_watch(&p->base, env->cluster->nodeclaims, claim_event);
   carp_controller_watch(&p->base, env->cluster->nodes, node_event);
+  if (env->cluster->nodeoverlays)
+    carp_controller_watch(&p->base, env->cluster->nodeoverlays, overlay_event);
   if (env->metrics) {
     struct carp_metrics *m = env->metrics;
     p->m_duration = carp_metrics_histogram(

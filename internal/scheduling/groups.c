@@ -383,6 +383,10 @@ static void group_init(struct schd_solver *s, struct schd_group *g)
   }
   g->sort_cpu = g->req[SCHD_DIM_CPU];
   g->sort_mem = g->req[SCHD_DIM_MEMORY];
+  g->sort_extended = 0;
+  for (uint32_t r = SCHD_FIXED_DIMS; r < s->R; r++)
+    if (g->req[r] > 0)
+      g->sort_extended = 1;
   g->sort_created = p->created;
   g->sort_uid = p->uid ? p->uid : "";
 }

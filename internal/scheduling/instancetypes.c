@@ -495,6 +495,8 @@ int schd_pools_setup(struct schd_solver *s)
       for (uint32_t t = 0; t < NT; t++)
         bs_set(pool->types, t);
     }
+    pool->listed =
+        schd_memdup(&s->arena, pool->types, s->twords * sizeof(uint64_t));
     {
       const uint64_t *c = schd_pool_compat(s, pool, pool->tmpl);
       for (size_t w = 0; w < s->twords; w++)

@@ -510,11 +510,18 @@ int schd_rset_compatible(const struct schd_rctx *c, uint32_t node, uint32_t pod,
 int schd_rset_intersects(const struct schd_rctx *c, uint32_t a, uint32_t b,
                          uint32_t *badkey)
 {
+  return schd_rset_intersects_but(c, a, b, SCHD_NONE, SCHD_NONE, badkey);
+}
+
+int schd_rset_intersects_but(const struct schd_rctx *c, uint32_t a, uint32_t b,
+                             uint32_t skip1, uint32_t skip2, uint32_t *badkey)
+{
   const struct schd_rset *x = c->sets[a], *y = c->sets[b];
   uint32_t i = 0, j = 0;
   while (i < x->n && j < y->n) {
     if (x->reqs[i].key == y->reqs[j].key) {
-      if (!req_meets(c, &x->reqs[i], &y->reqs[j])) {
+      if (x->reqs[i].key != skip1 && x->reqs[i].key != skip2 &&
+          !req_meets(c, &x->reqs[i], &y->reqs[j])) {
         if (badkey)
           *badkey = x->reqs[i].key;
         return 0;

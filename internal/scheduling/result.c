@@ -343,7 +343,15 @@ static void refusal_text(struct schd_solver *s, const struct schd_refusal *f,
     *detail = dim;
     break;
   case CARP_SCHED_REASON_RESOURCES:
-    if (dim)
+    if (f->a && dim)
+      carp_buf_printf(b,
+                      "instance types with enough %s are unavailable (no "
+                      "capacity or devices free in the allowed zones)",
+                      dim);
+    else if (f->a)
+      carp_buf_puts(b, "instance types that fit are unavailable (no capacity "
+                       "or devices free in the allowed zones)");
+    else if (dim)
       carp_buf_printf(b, "no instance type has enough %s", dim);
     else
       carp_buf_puts(b, "no instance type has enough resources for all "
@@ -351,7 +359,12 @@ static void refusal_text(struct schd_solver *s, const struct schd_refusal *f,
     *detail = dim;
     break;
   case CARP_SCHED_REASON_INSTANCE_TYPE:
-    carp_buf_puts(b, "no instance type met the requirements and offerings");
+    if (f->a)
+      carp_buf_puts(b, "the instance types that meet the requirements are "
+                       "unavailable (no capacity or devices free in the "
+                       "allowed zones)");
+    else
+      carp_buf_puts(b, "no instance type met the requirements and offerings");
     break;
   case CARP_SCHED_REASON_MIN_VALUES:
     carp_buf_printf(b, "minValues requirement not met for \"%s\"",

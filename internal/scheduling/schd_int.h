@@ -212,6 +212,9 @@ void schd_req_intersect(struct schd_rctx *c, const struct schd_req *a,
                         const struct schd_req *b, struct schd_req *out);
 int schd_rset_compatible(const struct schd_rctx *c, uint32_t node, uint32_t pod,
                          int lenient, uint32_t *badkey);
+/* schd_rset_intersects, not looking at keys skip1 and skip2. */
+int schd_rset_intersects_but(const struct schd_rctx *c, uint32_t a, uint32_t b,
+                             uint32_t skip1, uint32_t skip2, uint32_t *badkey);
 int schd_rset_intersects(const struct schd_rctx *c, uint32_t a, uint32_t b,
                          uint32_t *badkey);
 uint32_t schd_rset_intersect(struct schd_rctx *c, uint32_t a, uint32_t b);
@@ -271,6 +274,7 @@ struct schd_pool {
   uint32_t taintset;
   uint32_t ntypes;
   uint64_t *types;    /* bitset over types usable by this pool */
+  uint64_t *listed;   /* the pool's types, offerings available or not */
   int64_t *cap;       /* [ntypes_total * R]: allocatable - daemon overhead */
   int64_t *daemon;    /* [ntypes_total * R]: daemon overhead */
   uint32_t **order;   /* per dim: pool types by cap ascending */
@@ -354,7 +358,9 @@ struct schd_rule {
 struct schd_refusal {
   uint8_t reason;  /* CARP_SCHED_REASON_* */
   uint32_t detail; /* interned key, dimension (RESOURCES, LIMIT) or port */
-  uint32_t a, b;   /* TAINT: taint set and index */
+  uint32_t a, b;   /* TAINT: taint set and index; RESOURCES and
+                      INSTANCE_TYPE: a = 1 when a type that fits has no
+                      available offering */
 };
 
 struct schd_group {
@@ -390,6 +396,7 @@ struct schd_group {
   struct schd_refusal *ref; /* per pool */
   uint8_t *ref_set;
   int64_t sort_cpu, sort_mem, sort_created;
+  int sort_extended; /* requests an extended resource (a GPU, say) */
   const char *sort_uid;
 };
 

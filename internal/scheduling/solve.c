@@ -198,6 +198,32 @@ static uint32_t short_dim(struct schd_solver *s, struct schd_pool *pool,
   return SCHD_NONE;
 }
 
+/* Whether a type of the pool would hold g's pod but has no available
+ * offering now (its hosts are full, out of devices, or cached as such):
+ * then "no type has enough" or "no type met the requirements" would
+ * mislead. used: what the claim holds already (NULL: nothing). The zone
+ * and capacity-type keys are not compared: a type without offerings has
+ * none of either. */
+static int unavailable_fit(struct schd_solver *s, struct schd_pool *pool,
+                           struct schd_group *g, uint32_t rs,
+                           const int64_t *used)
+{
+  const uint32_t R = s->R;
+  const uint64_t *compat = schd_pool_compat(s, pool, rs);
+  if (!used)
+    used = schd_zalloc(&s->arena, (R + 1) * sizeof(int64_t));
+  for (size_t t = bs_next(pool->listed, s->twords, 0); t != SIZE_MAX;
+       t = bs_next(pool->listed, s->twords, t + 1)) {
+    if (bs_get(compat, t) || s->types[t].noff ||
+        !schd_rset_intersects_but(&s->rc, s->types[t].rset, rs, s->rc.k_zone,
+                                  s->rc.k_ct, NULL))
+      continue;
+    if (schd_fit_count(s, used, g->req, &pool->cap[t * R], 1))
+      return 1;
+  }
+  return 0;
+}
+
 uint32_t schd_open_claim(struct schd_solver *s, struct schd_group *g,
                          uint32_t kmax)
 {
@@ -235,7 +261,8 @@ uint32_t schd_open_claim(struct schd_solver *s, struct schd_group *g,
       continue;
     }
     if (!bs_any(schd_pool_compat(s, pool, rs), s->twords)) {
-      schd_refuse(s, g, pi, CARP_SCHED_REASON_INSTANCE_TYPE, SCHD_NONE, 0, 0);
+      schd_refuse(s, g, pi, CARP_SCHED_REASON_INSTANCE_TYPE, SCHD_NONE,
+                  (uint32_t)unavailable_fit(s, pool, g, rs, NULL), 0);
       continue;
     }
     if (pool->remaining[R] < 1000) {
@@ -280,8 +307,9 @@ uint32_t schd_open_claim(struct schd_solver *s, struct schd_group *g,
     schd_bin_settle(s, bi);
     bs_set(s->open, bi);
     if (!schd_try_place(s, g, bi, kmax, &f)) {
-      uint32_t detail = f.detail;
+      uint32_t detail = f.detail, unavailable = 0;
       if (f.reason == CARP_SCHED_REASON_RESOURCES) {
+        unavailable = (uint32_t)unavailable_fit(s, pool, g, rs, b->used);
         detail = short_dim(s, pool, g, rs);
         /* a type the limit removed would have held it: say so */
         for (size_t t = bs_next(s->scr_lim, s->twords, 0); t != SIZE_MAX;
@@ -300,7 +328,8 @@ uint32_t schd_open_claim(struct schd_solver *s, struct schd_group *g,
         }
       }
       schd_bin_discard(s, bi);
-      schd_refuse(s, g, pi, f.reason, detail, 0, 0);
+      schd_refuse(s, g, pi, f.reason, detail,
+                  f.reason == CARP_SCHED_REASON_RESOURCES ? unavailable : 0, 0);
       continue;
     }
     s->nnew++;
@@ -372,6 +401,12 @@ static int group_cmp(const void *a, const void *b, void *arg)
   const struct schd_group *x = &s->groups[*(const uint32_t *)a];
   const struct schd_group *y = &s->groups[*(const uint32_t *)b];
   int c;
+  /* Pods that need an extended resource go first: they open claims of the
+   * types (and pools) that have it, and the others fill those claims or
+   * their own. The other way round a GPU pod would turn a claim opened for
+   * plain pods into a GPU node. */
+  if (x->sort_extended != y->sort_extended)
+    return x->sort_extended ? -1 : 1;
   if (x->sort_cpu != y->sort_cpu)
     return x->sort_cpu > y->sort_cpu ? -1 : 1;
   if (x->sort_mem != y->sort_mem)

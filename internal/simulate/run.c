@@ -24,6 +24,7 @@
 #include "carpenter/duration.h"
 #include "carpenter/error.h"
 #include "carpenter/log.h"
+#include "carpenter/overlay.h"
 #include "carpenter/nodeclass.h"
 #include "carpenter/timeutil.h"
 #include "sim_int.h"
@@ -32,27 +33,35 @@
 
 struct price_cache {
   const char *cls;
+  const char *pool; /* NodeOverlays may match the NodePool */
   struct carp_provider_instance_types types;
   int ok;
 };
 
 static const struct carp_provider_instance_types *
 types_of(struct carp_simulation *s, struct price_cache **cache, size_t *n,
-         const char *cls)
+         const char *cls, const char *pool)
 {
   const struct carp_nodeclass *nc;
+  const struct carp_nodepool *np;
   struct price_cache *p;
   size_t i;
+  pool = pool ? pool : "";
   for (i = 0; i < *n; i++)
-    if (!strcmp((*cache)[i].cls, cls))
+    if (!strcmp((*cache)[i].cls, cls) && !strcmp((*cache)[i].pool, pool))
       return (*cache)[i].ok ? &(*cache)[i].types : NULL;
   *cache = carp_reallocarray(*cache, *n + 1, sizeof(**cache));
   p = &(*cache)[(*n)++];
   memset(p, 0, sizeof(*p));
   p->cls = cls;
+  p->pool = pool;
   nc = carp_cluster_nodeclass(s->cluster, cls);
-  p->ok = nc &&
-          !carp_provider_instance_types(s->provider, "simulate", nc, &p->types);
+  np = carp_cluster_nodepool(s->cluster, pool);
+  p->ok =
+      nc && !(np ? carp_overlays_instance_types(s->cluster, s->provider,
+                                                "simulate", np, nc, &p->types)
+                 : carp_provider_instance_types(s->provider, "simulate", nc,
+                                                &p->types));
   return p->ok ? &p->types : NULL;
 }
 
@@ -83,7 +92,8 @@ static double claim_price(struct carp_simulation *s, struct price_cache **cache,
   uint32_t i, j;
   if (!nc->spec.node_class_ref.name)
     return -1;
-  t = types_of(s, cache, ncache, nc->spec.node_class_ref.name);
+  t = types_of(s, cache, ncache, nc->spec.node_class_ref.name,
+               carp_nodeclaim_nodepool(nc));
   if (type)
     return type_price(t, type, zone);
   for (i = 0; i < nc->spec.nrequirements; i++) {

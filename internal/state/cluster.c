@@ -10,6 +10,7 @@
 #include "carpenter/capacitybuffer.h"
 #include "carpenter/error.h"
 #include "carpenter/log.h"
+#include "carpenter/nodeoverlay.h"
 
 static const char *pod_node(const struct carp_objmeta *m)
 {
@@ -76,6 +77,11 @@ int carp_cluster_new(uv_loop_t *loop, struct carp_kube *kube,
     carp_cluster_close(c, NULL, NULL);
     return rc;
   }
+  c->nrequired = c->nall;
+  if ((rc = add(c, &carp_kind_nodeoverlay, &c->nodeoverlays))) {
+    carp_cluster_close(c, NULL, NULL);
+    return rc;
+  }
   carp_informer_add_index(c->pods, pod_node);
   carp_informer_add_index(c->nodes, node_provider);
   carp_informer_add_index(c->nodeclaims, claim_provider);
@@ -100,10 +106,10 @@ int carp_cluster_start(struct carp_cluster *c)
 int carp_cluster_synced(const struct carp_cluster *c)
 {
   int i;
-  for (i = 0; i < c->nall; i++)
+  for (i = 0; i < c->nrequired; i++)
     if (!carp_informer_synced(c->all[i]))
       return 0;
-  return c->nall > 0;
+  return c->nrequired > 0;
 }
 
 struct closing {

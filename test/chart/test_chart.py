@@ -572,7 +572,8 @@ class RenderTest(unittest.TestCase):
                         "crd/nodepools.karpenter.sh",
                         "crd/nodeclaims.karpenter.sh",
                         "crd/proxmoxnodeclasses.carpenter.dev",
-                        "crd/capacitybuffers.autoscaling.x-k8s.io")
+                        "crd/capacitybuffers.autoscaling.x-k8s.io",
+                        "crd/nodeoverlays.karpenter.sh")
                 for ns in ("carpenter-leases", "carpenter-bootstrap",
                            "monitoring"):
                     kubectl("create", "namespace", ns)

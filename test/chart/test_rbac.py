@@ -200,6 +200,12 @@ class ChartRBACTest(E2ETest):
                 env.apply(f.read())
             env.kubectl("apply", "-f", e2elib.NODECLASS)
             env.apply(userdata_class())
+            # A NodeOverlay: read, and its status written.
+            env.apply(json.dumps({
+                "apiVersion": "karpenter.sh/v1alpha1", "kind": "NodeOverlay",
+                "metadata": {"name": "fuse"},
+                "spec": {"requirements": [], "capacity": {
+                    "smarter-devices/fuse": "1"}}}))
             kubeconfig = kubeconfig_for(
                 env.kube.kubeconfig, token,
                 os.path.join(env.workdir, "carpenter.kubeconfig"))

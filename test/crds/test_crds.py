@@ -79,15 +79,16 @@ def offline():
     print(f"# YAML parser: {cc.LOADER_NAME}")
     crds = cc.load_crds()
 
-    def t_four_crds():
+    def t_five_crds():
         want = {"NodePool": "nodepools.karpenter.sh",
                 "NodeClaim": "nodeclaims.karpenter.sh",
                 "ProxmoxNodeClass": "proxmoxnodeclasses.carpenter.dev",
-                "CapacityBuffer": "capacitybuffers.autoscaling.x-k8s.io"}
+                "CapacityBuffer": "capacitybuffers.autoscaling.x-k8s.io",
+                "NodeOverlay": "nodeoverlays.karpenter.sh"}
         assert {k: v["metadata"]["name"] for k, v in crds.items()} == want, \
             sorted(crds)
-    check("crds: NodePool, NodeClaim, ProxmoxNodeClass and CapacityBuffer "
-          "are defined", t_four_crds)
+    check("crds: NodePool, NodeClaim, ProxmoxNodeClass, CapacityBuffer and "
+          "NodeOverlay are defined", t_five_crds)
 
     for kind, crd in sorted(crds.items()):
         spec = crd["spec"]

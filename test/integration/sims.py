@@ -126,7 +126,7 @@ class KubeSim:
 PVE_SIM = os.path.join(SOURCE_DIR, "hack", "pve-sim")
 CRDS = [os.path.join(SOURCE_DIR, "crds", f) for f in (
     "karpenter.sh_nodepools.yaml", "karpenter.sh_nodeclaims.yaml",
-    "carpenter.dev_proxmoxnodeclasses.yaml")]
+    "carpenter.dev_proxmoxnodeclasses.yaml", "karpenter.sh_nodeoverlays.yaml")]
 # Cluster Autoscaler's CapacityBuffer API: optional, so left out of CRDS
 # (every other test runs Carpenter on a cluster without it); tests of
 # buffers add it with kube_args=("--crds", CAPACITYBUFFER_CRD).

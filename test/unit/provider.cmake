@@ -5,6 +5,8 @@
 #                        builder, user-data rendering, descriptions
 #   test_pve_hosts       host state (HA maintenance, offline since when) and
 #                        placement leaving such hosts out
+#   test_pve_devices     resource mappings, free devices per host, placement
+#                        and offerings of types with devices
 #   test_pve_client      the API client and task polling against hack/pve-sim
 #   provider_pve_sim     the whole provider against hack/pve-sim
 #                        (test/integration/provider; label integration)
@@ -21,6 +23,11 @@ carp_unit_test(test_pve_hosts
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pve_hosts.c
   DEPS carp_provider_proxmox TIMEOUT 30)
 target_include_directories(test_pve_hosts PRIVATE
+  ${CMAKE_SOURCE_DIR}/internal/provider/proxmox)
+carp_unit_test(test_pve_devices
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pve_devices.c
+  DEPS carp_provider_proxmox TIMEOUT 30)
+target_include_directories(test_pve_devices PRIVATE
   ${CMAKE_SOURCE_DIR}/internal/provider/proxmox)
 carp_unit_test(test_pve_client
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_pve_client.c

@@ -2,9 +2,9 @@
  * is refused, naming the field and the message its header comment gives
  * ("# field: ..." and "# message: ..."), both by the validate function and
  * by decoding (valid = 0, same reason); every NodePool, NodeClaim,
- * ProxmoxNodeClass and CapacityBuffer in crds/examples/ and test/crds/
- * decodes and validates clean. A manifest Kubernetes refuses must never
- * slip past Carpenter. */
+ * ProxmoxNodeClass, CapacityBuffer and NodeOverlay in crds/examples/ and
+ * test/crds/ decodes and validates clean. A manifest Kubernetes refuses must
+ * never slip past Carpenter. */
 #include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +18,7 @@
 #include "carpenter/capacitybuffer.h"
 #include "carpenter/nodeclaim.h"
 #include "carpenter/nodeclass.h"
+#include "carpenter/nodeoverlay.h"
 #include "carpenter/nodepool.h"
 
 /* The value of a "# key: value" header line, into out. */
@@ -48,6 +49,7 @@ static const struct kind_ops kinds[] = {
     {"NodeClaim", &carp_kind_nodeclaim, carp_nodeclaim_validate},
     {"ProxmoxNodeClass", &carp_kind_proxmoxnodeclass, carp_nodeclass_validate},
     {"CapacityBuffer", &carp_kind_capacitybuffer, carp_capacitybuffer_validate},
+    {"NodeOverlay", &carp_kind_nodeoverlay, carp_nodeoverlay_validate},
 };
 
 static const struct kind_ops *ops_of(yajl_val v)
@@ -74,6 +76,10 @@ static const char *decoded_reason(struct carp_objmeta *m, int *valid)
   if (m->kind == &carp_kind_capacitybuffer) {
     *valid = ((struct carp_capacitybuffer *)m)->valid;
     return ((struct carp_capacitybuffer *)m)->invalid_reason;
+  }
+  if (m->kind == &carp_kind_nodeoverlay) {
+    *valid = ((struct carp_nodeoverlay *)m)->valid;
+    return ((struct carp_nodeoverlay *)m)->invalid_reason;
   }
   *valid = ((struct carp_nodeclass *)m)->valid;
   return ((struct carp_nodeclass *)m)->invalid_reason;

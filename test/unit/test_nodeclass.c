@@ -208,6 +208,166 @@ static struct carp_nodeclass *class_of(const char *yaml)
   return (struct carp_nodeclass *)m;
 }
 
+/* Device classes: every rule of spec.devices and the device lists of
+ * instance types, the defaults, and what a type carrying devices is
+ * (price, capacity of the extended resource, GPU labels). */
+#define DEV(S)                                                                 \
+  NC(", devices: [{name: rtx, mapping: rtx4090, resource: nvidia.com/gpu" S    \
+     "}]")
+#define GPUS(D, T) NC(", devices: [" D "], instanceTypes: {families: [" T "]}")
+
+static void test_device_validation(void **state)
+{
+  static const struct {
+    const char *yaml, *want;
+  } cases[] = {
+      {DEV(""), NULL},
+      {DEV(", type: USB"), NULL},
+      {DEV(", type: SATA"), "spec.devices[0].type: Unsupported value: "
+                            "\"SATA\": supported values: \"PCI\", \"USB\""},
+      {NC(", devices: [{name: rtx, resource: nvidia.com/gpu}]"),
+       "spec.devices[0].mapping: Required value"},
+      {NC(", devices: [{name: rtx, mapping: rtx}]"),
+       "spec.devices[0].resource: Required value"},
+      {DEV(", count: 9"), "spec.devices[0].count: Invalid value: 9: should be "
+                          "less than or equal to 8"},
+      {DEV(", count: 0"), "spec.devices[0].count: Invalid value: 0: should be "
+                          "greater than or equal to 1"},
+      {NC(", devices: [{name: Rtx, mapping: rtx, resource: a.b/c}]"),
+       "spec.devices[0].name: Invalid value: \"Rtx\": should match"},
+      {NC(", devices: [{name: rtx, mapping: 'rtx 4090', resource: a.b/c}]"),
+       "spec.devices[0].mapping: Invalid value: \"rtx 4090\": should match"},
+      {NC(", devices: [{name: rtx, mapping: rtx, resource: gpu}]"),
+       "spec.devices[0].resource: Invalid value: \"gpu\": should match"},
+      {NC(", devices: [{name: rtx, mapping: rtx, resource: "
+          "kubernetes.io/gpu}]"),
+       "spec.devices[0].resource: Invalid value: \"string\": resource must be "
+       "an extended resource outside the kubernetes.io domain, for example "
+       "nvidia.com/gpu"},
+      {DEV(", price: '1.5'"), NULL},
+      {DEV(", price: '-1'"),
+       "spec.devices[0].price: Invalid value: \"-1\": should match"},
+      {DEV(", pcie: false, gpu: {name: rtx-4090, manufacturer: nvidia, "
+           "memory: 24Gi}"),
+       NULL},
+      {DEV(", type: USB, pcie: true"),
+       "spec.devices[0]: Invalid value: \"object\": pcie applies to PCI "
+       "devices only"},
+      {DEV(", type: USB, gpu: {name: x}"),
+       "spec.devices[0]: Invalid value: \"object\": gpu applies to PCI "
+       "devices only"},
+      {DEV(", gpu: {name: 'RTX 4090'}"),
+       "spec.devices[0].gpu.name: Invalid value: \"RTX 4090\": should match"},
+      {DEV(", gpu: {memory: 24G}"),
+       "spec.devices[0].gpu.memory: Invalid value: \"24G\": should match"},
+      {NC(", devices: [{name: a, mapping: mm, resource: x.io/a}, {name: a, "
+          "mapping: nn, resource: x.io/b}]"),
+       "spec.devices[1]: Duplicate value: {\"name\":\"a\"}"},
+      {GPUS("{name: a, mapping: mm, resource: x.io/a}",
+            "{name: g1, memoryPerCPU: 4Gi, devices: [a]}"),
+       NULL},
+      {GPUS("{name: a, mapping: mm, resource: x.io/a}",
+            "{name: g1, memoryPerCPU: 4Gi, devices: [b]}"),
+       "spec: Invalid value: \"object\": instanceTypes devices must name an "
+       "entry of spec.devices"},
+      {NC(", instanceTypes: {custom: [{name: big, cpu: 2, memory: 4Gi, "
+          "devices: [a]}]}"),
+       "instanceTypes devices must name an entry of spec.devices"},
+      {GPUS("{name: a, mapping: mm, resource: x.io/a}",
+            "{name: g1, memoryPerCPU: 4Gi, devices: [a, a]}"),
+       "spec.instanceTypes.families[0].devices[1]: Duplicate value: \"a\""},
+      {GPUS("{name: a, mapping: mm, resource: x.io/a, gpu: {}}, {name: b, "
+            "mapping: nn, resource: x.io/b, gpu: {}}",
+            "{name: g1, memoryPerCPU: 4Gi, devices: [a, b]}"),
+       "spec: Invalid value: \"object\": an instance type may carry at most "
+       "one device class with gpu set"},
+      {GPUS("{name: a, mapping: mm, resource: x.io/a, gpu: {}}, {name: b, "
+            "type: USB, mapping: nn, resource: x.io/b}",
+            "{name: g1, memoryPerCPU: 4Gi, devices: [a, b]}"),
+       NULL},
+  };
+  size_t i;
+  for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    yajl_val v = yaml_json(cases[i].yaml);
+    char *reason = NULL;
+    int rc = carp_nodeclass_validate(v, &reason);
+    if (!cases[i].want) {
+      if (rc)
+        fprintf(stderr, "case %zu: %s\n", i, reason);
+      assert_int_equal(rc, 0);
+    } else {
+      if (!rc)
+        fprintf(stderr, "case %zu: want %s\n", i, cases[i].want);
+      assert_int_equal(rc, CARP_EINVALID);
+      assert_one_problem(reason, cases[i].want);
+    }
+    carp_free(reason);
+    carp_json_free(v);
+  }
+}
+
+static void test_device_types(void **state)
+{
+  struct carp_nodeclass *nc = class_of(
+      NC(", devices: [{name: rtx, mapping: rtx4090, resource: nvidia.com/gpu, "
+         "count: 2, price: '0.5', gpu: {name: rtx-4090, manufacturer: nvidia, "
+         "memory: 24Gi}}, {name: zb, type: USB, mapping: zigbee, resource: "
+         "example.com/zigbee}], instanceTypes: {families: [{name: c1, "
+         "memoryPerCPU: 2Gi}, {name: g1, memoryPerCPU: 4Gi, sizes: [4], "
+         "devices: [rtx, zb]}], sizes: [2], custom: [{name: iot, cpu: 1, "
+         "memory: 1Gi, devices: [zb]}, {name: fixed, cpu: 1, memory: 1Gi, "
+         "price: '2', devices: [rtx]}]}"));
+  const struct carp_nodeclass_spec *s = &nc->spec;
+  struct carp_instance_type *t;
+  struct carp_resources cap;
+  struct carp_instance_gpu g;
+  size_t n;
+
+  assert_true(nc->valid);
+  assert_int_equal(s->ndevices, 2);
+  assert_int_equal(s->devices[0].type, CARP_DEVICE_PCI);
+  assert_true(s->devices[0].pcie); /* default for PCI */
+  assert_int_equal(s->devices[0].count, 2);
+  assert_int_equal(s->devices[0].price_nano, 500000000);
+  assert_int_equal(s->devices[0].gpu_memory, 24 * GiB);
+  assert_int_equal(s->devices[1].type, CARP_DEVICE_USB);
+  assert_false(s->devices[1].pcie);
+  assert_int_equal(s->devices[1].count, 1);
+  assert_false(s->devices[1].gpu);
+
+  assert_int_equal(carp_nodeclass_instance_types(s, &t, &n), 0);
+  assert_int_equal(n, 4);
+  assert_string_equal(t[0].name, "c1.2VCPU-4GB");
+  assert_int_equal(t[0].devices, 0);
+  assert_string_equal(t[1].name, "g1.4VCPU-16GB");
+  assert_int_equal(t[1].devices, 3);
+  /* 4 x 0.03 + 16 x 0.004 + 2 GPUs x 0.5 (the USB stick is free) */
+  assert_int_equal(t[1].price_nano, 120000000 + 64000000 + 1000000000);
+  assert_string_equal(t[2].name, "iot");
+  assert_int_equal(t[2].devices, 2);
+  assert_int_equal(t[3].price_nano, 2000000000); /* its own price wins */
+
+  carp_nodeclass_capacity(s, &t[1], 0, &cap);
+  assert_int_equal(cap.nextended, 2);
+  assert_int_equal(carp_resources_get(&cap, "nvidia.com/gpu"), 2);
+  assert_int_equal(carp_resources_get(&cap, "example.com/zigbee"), 1);
+  carp_resources_cleanup(&cap);
+  carp_nodeclass_capacity(s, &t[0], 0, &cap);
+  assert_int_equal(cap.nextended, 0);
+  carp_resources_cleanup(&cap);
+
+  carp_instance_type_gpu(s, &t[1], &g);
+  assert_int_equal(g.count, 2);
+  assert_string_equal(g.name, "rtx-4090");
+  assert_string_equal(g.manufacturer, "nvidia");
+  assert_int_equal(g.memory, 24 * GiB);
+  carp_instance_type_gpu(s, &t[2], &g);
+  assert_int_equal(g.count, 0); /* a USB stick is no GPU */
+  assert_null(g.name);
+  carp_free(t);
+  carp_obj_unref(&nc->meta);
+}
+
 static struct carp_nodeclass *class_file(const char *rel)
 {
   char path[1024];
@@ -574,6 +734,12 @@ static void test_type_errors(void **state)
        "spec.instanceTypes.sizes[0]: must be an integer"},
       {NC(", network: {firewall: 'yes'}"),
        "spec.network.firewall: must be a boolean"},
+      {NC(", devices: [{name: a, mapping: mm, resource: x.io/a, count: '1'}]"),
+       "spec.devices[0].count: must be an integer"},
+      {NC(", devices: [{name: a, mapping: mm, resource: x.io/a}], "
+          "instanceTypes: {custom: [{name: t, cpu: 1, memory: 1Gi, devices: "
+          "[1]}]}"),
+       "spec.instanceTypes.custom[0].devices[0]: must be a string"},
   };
   size_t i;
   for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -588,10 +754,16 @@ static void test_type_errors(void **state)
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      LEAK_TEST(test_validation), LEAK_TEST(test_defaults),
-      LEAK_TEST(test_examples),   LEAK_TEST(test_instance_types),
-      LEAK_TEST(test_capacity),   LEAK_TEST(test_hash),
-      LEAK_TEST(test_status),     LEAK_TEST(test_type_errors),
+      LEAK_TEST(test_validation),
+      LEAK_TEST(test_defaults),
+      LEAK_TEST(test_examples),
+      LEAK_TEST(test_instance_types),
+      LEAK_TEST(test_capacity),
+      LEAK_TEST(test_hash),
+      LEAK_TEST(test_status),
+      LEAK_TEST(test_type_errors),
+      LEAK_TEST(test_device_validation),
+      LEAK_TEST(test_device_types),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

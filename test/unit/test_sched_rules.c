@@ -278,6 +278,159 @@ static void test_resources_extended_and_pods(void **state)
   tb_free(&t);
 }
 
+/* GPUs as the Proxmox provider offers them: GPU types carry the extended
+ * resource and carpenter.dev/instance-gpu-* labels, the others say
+ * DoesNotExist for those labels. A pod asking for a GPU (by resource or
+ * by label) gets a GPU type; one that does not gets a GPU type only when
+ * nothing else fits; GPU types whose offerings are all unavailable are
+ * named as such. */
+static void gpu_labels(struct tb *t, uint32_t i, const char *count)
+{
+  struct carp_sched_instance_type *it = &t->types[i];
+  struct carp_sched_requirement *r = &t->tx[i].reqs[it->nrequirements++];
+  if (count)
+    tb_req(t, r, CARP_LABEL_INSTANCE_GPU_COUNT, CARP_SCHED_OP_IN, count);
+  else
+    tb_req(t, r, CARP_LABEL_INSTANCE_GPU_COUNT, CARP_SCHED_OP_DOES_NOT_EXIST,
+           "");
+}
+
+static uint32_t gpu_cluster(struct tb *t, int available)
+{
+  uint32_t g;
+  tb_init(t);
+  tb_standard(t);
+  for (uint32_t i = 0; i < 3; i++)
+    gpu_labels(t, i, NULL);
+  g = tb_type(t, "g4", "4", "16Gi", "40", "", 5.0);
+  tb_type_offering(t, g, "z1", "on-demand", 5.0, available);
+  tb_type_cap(t, g, "nvidia.com/gpu", "1");
+  gpu_labels(t, g, "1");
+  return g;
+}
+
+static int has_option(const struct tb *t, const struct carp_sched_claim *c,
+                      const char *name)
+{
+  for (size_t i = 0; i < c->ninstance_types; i++)
+    if (!strcmp(t->types[c->instance_types[i]].name, name))
+      return 1;
+  return 0;
+}
+
+static void test_gpu_types(void **state)
+{
+  struct tb t;
+  struct carp_sched_pod *gpu, *plain, *big, *by_label;
+  const struct carp_sched_claim *c;
+  (void)state;
+
+  gpu_cluster(&t, 1);
+  gpu = tb_pod(&t, "gpu", "1", "1Gi");
+  tb_pod_request(&t, gpu, "nvidia.com/gpu", "1");
+  tb_solve(&t);
+  c = tb_claim(&t, gpu);
+  assert_non_null(c);
+  assert_int_equal(c->ninstance_types, 1);
+  assert_string_equal(tb_claim_type(&t, c), "g4");
+  tb_free(&t);
+
+  /* a plain pod alone: the cheapest non-GPU type; GPU types only as the
+   * dearest fallback */
+  gpu_cluster(&t, 1);
+  plain = tb_pod(&t, "plain", "1", "1Gi");
+  tb_solve(&t);
+  c = tb_claim(&t, plain);
+  assert_string_equal(tb_claim_type(&t, c), "c2");
+  assert_string_equal(t.types[c->instance_types[c->ninstance_types - 1]].name,
+                      "g4");
+  tb_free(&t);
+
+  /* ...unless nothing else fits it */
+  gpu_cluster(&t, 1);
+  t.tx[3].cap[1].milli = tb_q("64Gi"); /* only g4 has 32Gi to spare */
+  big = tb_pod(&t, "big", "1", "32Gi");
+  tb_solve(&t);
+  assert_string_equal(tb_claim_type(&t, tb_claim(&t, big)), "g4");
+  tb_free(&t);
+
+  /* asking by label: Gt 0 excludes the types that say DoesNotExist */
+  gpu_cluster(&t, 1);
+  by_label = tb_pod(&t, "label", "1", "1Gi");
+  tb_pod_required(&t, by_label, 0, CARP_LABEL_INSTANCE_GPU_COUNT,
+                  CARP_SCHED_OP_GT, "0");
+  plain = tb_pod(&t, "no-gpu", "1", "1Gi");
+  tb_pod_required(&t, plain, 0, CARP_LABEL_INSTANCE_GPU_COUNT,
+                  CARP_SCHED_OP_DOES_NOT_EXIST, "");
+  tb_solve(&t);
+  c = tb_claim(&t, by_label);
+  assert_non_null(c);
+  assert_int_equal(c->ninstance_types, 1);
+  assert_string_equal(tb_claim_type(&t, c), "g4");
+  c = tb_claim(&t, plain);
+  assert_false(has_option(&t, c, "g4"));
+  tb_free(&t);
+
+  /* the usual setup: a tainted GPU pool that takes only GPU types, tried
+   * first, and a default pool that may launch anything */
+  gpu_cluster(&t, 1);
+  {
+    struct carp_sched_nodepool *gp = tb_pool(&t, "gpu", 10);
+    tb_pool_req(&t, gp, CARP_LABEL_INSTANCE_GPU_COUNT, CARP_SCHED_OP_EXISTS, "",
+                0);
+    tb_pool_taint(&t, gp, "nvidia.com/gpu", "true", NS, 0);
+  }
+  /* the plain pod comes first in the queue's usual order (bigger, older):
+   * were it placed first, the GPU pod would join its default-pool claim
+   * and make a GPU node of it */
+  plain = tb_pod(&t, "plain", "1", "1Gi");
+  gpu = tb_pod(&t, "gpu", "500m", "512Mi");
+  tb_pod_request(&t, gpu, "nvidia.com/gpu", "1");
+  tb_pod_toleration(&t, gpu, "nvidia.com/gpu", EQ, "true", NS);
+  tb_solve(&t);
+  assert_string_equal(t.p.nodepools[tb_claim(&t, gpu)->nodepool].name, "gpu");
+  assert_string_equal(tb_claim_type(&t, tb_claim(&t, gpu)), "g4");
+  assert_string_equal(t.p.nodepools[tb_claim(&t, plain)->nodepool].name,
+                      "default");
+  assert_string_equal(tb_claim_type(&t, tb_claim(&t, plain)), "c2");
+  tb_free(&t);
+
+  /* the GPU type's only offering is out of capacity (its devices are all
+   * in use): the pod waits, and says why */
+  gpu_cluster(&t, 0);
+  gpu = tb_pod(&t, "gpu", "1", "1Gi");
+  tb_pod_request(&t, gpu, "nvidia.com/gpu", "1");
+  tb_solve(&t);
+  assert_null(tb_claim(&t, gpu));
+  assert_int_equal(tb_refusal(&t, gpu, "default")->reason,
+                   CARP_SCHED_REASON_RESOURCES);
+  assert_non_null(strstr(tb_unsched_message(&t, gpu),
+                         "instance types with enough nvidia.com/gpu are "
+                         "unavailable (no capacity or devices free in the "
+                         "allowed zones)"));
+  tb_free(&t);
+
+  /* ...and a pool that takes only GPU types says so too */
+  gpu_cluster(&t, 0);
+  tb_pool_req(&t, &t.pools[0], CARP_LABEL_INSTANCE_GPU_COUNT,
+              CARP_SCHED_OP_EXISTS, "", 0);
+  gpu = tb_pod(&t, "gpu", "1", "1Gi");
+  tb_pod_request(&t, gpu, "nvidia.com/gpu", "1");
+  tb_solve(&t);
+  assert_int_equal(tb_refusal(&t, gpu, "default")->reason,
+                   CARP_SCHED_REASON_INSTANCE_TYPE);
+  assert_non_null(strstr(tb_unsched_message(&t, gpu),
+                         "the instance types that meet the requirements are "
+                         "unavailable"));
+  /* a pool whose types never had a GPU keeps the plain message */
+  plain = tb_pod(&t, "selector", "1", "1Gi");
+  tb_pod_selector(&t, plain, CARP_LABEL_INSTANCE_TYPE, "nosuch");
+  tb_solve(&t);
+  assert_non_null(strstr(tb_unsched_message(&t, plain),
+                         "no instance type met the requirements"));
+  tb_free(&t);
+}
+
 static void test_existing_node_capacity(void **state)
 {
   struct tb t;
@@ -627,6 +780,7 @@ int main(void)
       cmocka_unit_test(test_resources_pick_cheapest_fit),
       cmocka_unit_test(test_resources_overhead_subtracted),
       cmocka_unit_test(test_resources_extended_and_pods),
+      cmocka_unit_test(test_gpu_types),
       cmocka_unit_test(test_existing_node_capacity),
       cmocka_unit_test(test_daemon_overhead),
       cmocka_unit_test(test_pool_taints),

@@ -101,7 +101,7 @@ static void overhead(const struct carp_nodeclass_spec *spec,
   o->system_reserved.nextended = 0;
   o->system_reserved.extended = NULL;
   carp_nodeclass_eviction_threshold(spec, &o->capacity, &o->eviction_threshold);
-  o->allocatable = o->capacity;
+  carp_resources_copy(&o->allocatable, &o->capacity);
   o->allocatable.cpu -= o->kube_reserved.cpu + o->system_reserved.cpu;
   o->allocatable.memory -= o->kube_reserved.memory + o->system_reserved.memory +
                            o->eviction_threshold.memory;
@@ -128,6 +128,70 @@ void pve_type_fill(const struct carp_nodeclass_spec *spec,
   o->arch = "amd64";
   o->os = "linux";
   overhead(spec, it, template_disk, o);
+  o->nlabels =
+      pve_type_labels(spec, it, 1, o->labels, CARP_PROVIDER_MAX_LABELS);
+}
+
+void pve_type_devices(const struct carp_nodeclass_spec *spec,
+                      const struct carp_instance_type *it, struct pve_type *t)
+{
+  uint32_t i;
+  t->ndevs = 0;
+  for (i = 0; i < spec->ndevices && t->ndevs < PVE_MAX_TYPE_DEVS; i++) {
+    const struct carp_device_class *d = &spec->devices[i];
+    struct pve_dev *x;
+    if (!(it->devices & (1u << i)))
+      continue;
+    x = &t->devs[t->ndevs++];
+    snprintf(x->mapping, sizeof(x->mapping), "%s", d->mapping);
+    x->usb = d->type == CARP_DEVICE_USB;
+    x->count = d->count;
+    x->pcie = d->pcie;
+  }
+}
+
+static void label(struct carp_provider_label *l, const char *key,
+                  const char *value)
+{
+  memset(l, 0, sizeof(*l));
+  snprintf(l->key, sizeof(l->key), "%s", key);
+  if (value)
+    snprintf(l->value, sizeof(l->value), "%s", value);
+  else
+    l->absent = 1;
+}
+
+size_t pve_type_labels(const struct carp_nodeclass_spec *spec,
+                       const struct carp_instance_type *it, int with_absent,
+                       struct carp_provider_label *out, size_t max)
+{
+  struct carp_instance_gpu g;
+  char num[32];
+  size_t n = 0;
+  carp_instance_type_gpu(spec, it, &g);
+  if (max < 4)
+    return 0;
+  if (g.count) {
+    snprintf(num, sizeof(num), "%d", (int)g.count);
+    label(&out[n++], CARP_LABEL_INSTANCE_GPU_COUNT, num);
+  } else if (with_absent) {
+    label(&out[n++], CARP_LABEL_INSTANCE_GPU_COUNT, NULL);
+  }
+  if (g.name)
+    label(&out[n++], CARP_LABEL_INSTANCE_GPU_NAME, g.name);
+  else if (with_absent)
+    label(&out[n++], CARP_LABEL_INSTANCE_GPU_NAME, NULL);
+  if (g.manufacturer)
+    label(&out[n++], CARP_LABEL_INSTANCE_GPU_MANUFACTURER, g.manufacturer);
+  else if (with_absent)
+    label(&out[n++], CARP_LABEL_INSTANCE_GPU_MANUFACTURER, NULL);
+  if (g.memory) {
+    snprintf(num, sizeof(num), "%lld", (long long)(g.memory / MiB));
+    label(&out[n++], CARP_LABEL_INSTANCE_GPU_MEMORY, num);
+  } else if (with_absent) {
+    label(&out[n++], CARP_LABEL_INSTANCE_GPU_MEMORY, NULL);
+  }
+  return n;
 }
 
 static int type_allowed(const struct carp_nodeclaim *claim,
@@ -151,10 +215,22 @@ static int type_allowed(const struct carp_nodeclaim *claim,
          carp_requirements_allow(r, n, CARP_LABEL_NODECLASS_KEY, nc->meta.name);
 }
 
+/* Whether a device class of the class gives resource name. */
+static int class_resource(const struct carp_nodeclass_spec *s, const char *name)
+{
+  uint32_t i;
+  for (i = 0; i < s->ndevices; i++)
+    if (!strcmp(s->devices[i].resource, name))
+      return 1;
+  return 0;
+}
+
 static int fits_requests(const struct carp_nodeclaim *claim,
+                         const struct carp_nodeclass_spec *s,
                          const struct carp_provider_instance_type *o)
 {
   const struct carp_resources *q = &claim->spec.requests;
+  uint32_t i;
   if (q->cpu > o->allocatable.cpu || q->memory > o->allocatable.memory)
     return 0;
   if (q->pods > o->capacity.pods)
@@ -162,15 +238,48 @@ static int fits_requests(const struct carp_nodeclaim *claim,
   if (q->ephemeral && o->capacity.ephemeral &&
       q->ephemeral > o->allocatable.ephemeral)
     return 0;
+  /* The resources the class's devices give; others (a NodeOverlay's
+   * capacity, say) are not the provider's to check. */
+  for (i = 0; i < q->nextended; i++)
+    if (class_resource(s, q->extended[i].name) &&
+        q->extended[i].value >
+            carp_resources_get(&o->allocatable, q->extended[i].name))
+      return 0;
   return 1;
+}
+
+static void want_devices(struct pve_provider *pp, const struct pve_type *t)
+{
+  size_t i;
+  for (i = 0; i < t->ndevs; i++)
+    pve_devices_want(pp, t->devs[i].mapping, t->devs[i].usb);
 }
 
 static int cmp_type(const void *a, const void *b)
 {
   const struct pve_type *x = a, *y = b;
+  if (x->rank != y->rank)
+    return x->rank < y->rank ? -1 : 1;
   if (x->price != y->price)
     return x->price < y->price ? -1 : 1;
   return strcmp(x->name, y->name);
+}
+
+/* The position of name in the claim's instance-type list: the provisioner
+ * writes it cheapest first at the prices it saw (NodeOverlays included),
+ * which is the order to try. Not listed: after every listed one. */
+static size_t rank_of(const struct carp_nodeclaim *claim, const char *name)
+{
+  uint32_t i, j;
+  for (i = 0; i < claim->spec.nrequirements; i++) {
+    const struct carp_requirement *r = &claim->spec.requirements[i];
+    if (r->op != CARP_OP_IN || strcmp(r->key, CARP_LABEL_INSTANCE_TYPE))
+      continue;
+    for (j = 0; j < r->nvalues; j++)
+      if (!strcmp(r->values[j], name))
+        return j;
+  }
+  return (size_t)-1;
 }
 
 /* --- kubelet variables
@@ -423,14 +532,22 @@ int pve_spec_build(struct pve_provider *pp, const struct carp_nodeclass *nc,
     if (!type_allowed(claim, nc, &types[i]))
       continue;
     overhead(s, &types[i], 0, &ov);
-    if (!fits_requests(claim, &ov))
+    if (!fits_requests(claim, s, &ov)) {
+      carp_resources_cleanup(&ov.capacity);
+      carp_resources_cleanup(&ov.allocatable);
       continue;
+    }
+    carp_resources_cleanup(&ov.capacity);
+    carp_resources_cleanup(&ov.allocatable);
     snprintf(o->types[n].name, sizeof(o->types[n].name), "%s", types[i].name);
     snprintf(o->types[n].family, sizeof(o->types[n].family), "%s",
              types[i].family);
     o->types[n].cpu = types[i].cpu;
     o->types[n].memory = types[i].memory;
     o->types[n].price = types[i].price;
+    o->types[n].rank = rank_of(claim, types[i].name);
+    pve_type_devices(s, &types[i], &o->types[n]);
+    want_devices(pp, &o->types[n]);
     n++;
   }
   carp_free(types);
@@ -453,17 +570,28 @@ int pve_spec_build(struct pve_provider *pp, const struct carp_nodeclass *nc,
 void pve_fill_resources(const struct carp_nodeclass *nc,
                         struct carp_provider_instance *inst)
 {
-  struct carp_instance_type it;
+  struct carp_instance_type it, *types = NULL;
   struct carp_provider_instance_type o;
+  size_t ntypes = 0, i;
   memset(&it, 0, sizeof(it));
   memset(&o, 0, sizeof(o));
   snprintf(it.name, sizeof(it.name), "%s", inst->instance_type);
   snprintf(it.family, sizeof(it.family), "%s", inst->family);
   it.cpu = inst->cpu;
   it.memory = inst->memory;
+  /* The devices come with the type's definition. */
+  if (!carp_nodeclass_instance_types(&nc->spec, &types, &ntypes))
+    for (i = 0; i < ntypes; i++)
+      if (!strcmp(types[i].name, it.name))
+        it.devices = types[i].devices;
+  carp_free(types);
   overhead(&nc->spec, &it, inst->capacity.ephemeral, &o);
-  inst->capacity = o.capacity;
+  carp_resources_cleanup(&inst->capacity);
+  carp_resources_cleanup(&inst->allocatable);
+  inst->capacity = o.capacity; /* the caller cleans them up */
   inst->allocatable = o.allocatable;
+  inst->nlabels = pve_type_labels(&nc->spec, &it, 0, inst->labels,
+                                  CARP_PROVIDER_MAX_LABELS);
 }
 
 int pve_instance_types(struct pve_provider *pp, const struct carp_nodeclass *nc,
@@ -511,6 +639,8 @@ int pve_instance_types(struct pve_provider *pp, const struct carp_nodeclass *nc,
     t.cpu = types[i].cpu;
     t.memory = types[i].memory;
     t.price = types[i].price;
+    pve_type_devices(&nc->spec, &types[i], &t);
+    want_devices(pp, &t);
     o->nofferings = pve_offerings(pp, &s, &t, &o->offerings);
   }
   carp_free(types);

@@ -45,6 +45,8 @@
 #define GiB             (1024LL * 1024 * 1024)
 #define MAX_VMID_TRIES  8
 #define MAX_CLONE_TRIES 3
+#define PVE_MAX_HOSTPCI 16 /* hostpci0..15 */
+#define PVE_MAX_USB     15 /* usb0..14 */
 
 struct pve_create {
   struct pve_op op;
@@ -90,6 +92,9 @@ struct pve_create {
   int64_t boot_size;
   char sku[96];
   int running;
+  char machine[64];   /* the clone's machine type ("" when unset) */
+  uint32_t other_pci; /* hostpciN slots the template uses for itself */
+  uint32_t other_usb; /* usbN slots likewise */
   /* UserData */
   struct carp_buf iso;
   char iso_volid[256];
@@ -365,7 +370,11 @@ static int out_of_capacity(const char *msg)
 {
   return strstr(msg, "QEMU exited with code") || strstr(msg, "vcpus allowed") ||
          strcasestr(msg, "out of memory") ||
-         strcasestr(msg, "Cannot allocate memory");
+         strcasestr(msg, "Cannot allocate memory") ||
+         /* qemu-server: the mapped device is taken (or gone) on this host */
+         strstr(msg, "already in use by") ||
+         strstr(msg, "could not find a free device") ||
+         strstr(msg, "device mapping not found");
 }
 
 static void on_start_task(struct pve_op *op, int err, const char *msg)
@@ -564,6 +573,55 @@ static void build_net(struct pve_create *c, struct carp_buf *b)
   carp_buf_free(&rest);
 }
 
+/* The type's devices (hostpciN / usbN with mapping=, in slots the
+ * template does not use itself; a second configure rewrites the same
+ * slots), and what passthrough needs: the q35 machine (pcie=1 needs it)
+ * and no memory balloon (a passed-through device pins all guest memory).
+ * Without PCI devices the balloon equals the memory: no ballooning, a
+ * stable capacity. Returns nonzero when it failed the create. */
+static int add_devices(struct pve_create *c, struct carp_pve_form *f,
+                       struct carp_buf *v)
+{
+  const struct pve_type *t =
+      c->type < c->spec->ntypes ? &c->spec->types[c->type] : NULL;
+  uint32_t pci = c->other_pci, usb = c->other_usb;
+  int npci = 0, slot;
+  size_t i;
+  int32_t k;
+  char key[16];
+  for (i = 0; t && strcmp(t->name, c->type_name) == 0 && i < t->ndevs; i++) {
+    const struct pve_dev *d = &t->devs[i];
+    for (k = 0; k < d->count; k++) {
+      uint32_t *used = d->usb ? &usb : &pci;
+      int max = d->usb ? PVE_MAX_USB : PVE_MAX_HOSTPCI;
+      for (slot = 0; slot < max && (*used & (1u << slot)); slot++)
+        ;
+      if (slot == max) {
+        fail(c, CARP_EINVAL, CARP_REASON_CONFIGURE_FAILED, "",
+             d->usb ? "no free usbN slot left for the type's USB devices"
+                    : "no free hostpciN slot left for the type's PCI devices");
+        return -1;
+      }
+      *used |= 1u << slot;
+      snprintf(key, sizeof(key), "%s%d", d->usb ? "usb" : "hostpci", slot);
+      carp_buf_reset(v);
+      carp_buf_printf(v, "mapping=%s", d->mapping);
+      if (!d->usb && d->pcie)
+        carp_buf_puts(v, ",pcie=1");
+      carp_pve_form_add(f, key, carp_buf_cstr(v));
+      npci += !d->usb;
+    }
+  }
+  if (npci) {
+    if (!strstr(c->machine, "q35"))
+      carp_pve_form_add(f, "machine", "q35");
+    carp_pve_form_add(f, "balloon", "0");
+  } else {
+    carp_pve_form_add_int(f, "balloon", (c->memory + MiB - 1) / MiB);
+  }
+  return 0;
+}
+
 static void configure(struct pve_create *c)
 {
   const struct pve_vm_spec *s = c->spec;
@@ -579,7 +637,13 @@ static void configure(struct pve_create *c)
   carp_pve_form_add_int(&f, "cores", c->cpu);
   carp_pve_form_add(&f, "sockets", "1");
   carp_pve_form_add_int(&f, "memory", (c->memory + MiB - 1) / MiB);
-  carp_pve_form_add_int(&f, "balloon", (c->memory + MiB - 1) / MiB);
+  if (add_devices(c, &f, &v)) {
+    carp_buf_free(&v);
+    carp_buf_free(&b64);
+    carp_pve_form_free(&f);
+    return;
+  }
+  carp_buf_reset(&v);
   if (s->cpu_type)
     carp_pve_form_add(&f, "cpu", s->cpu_type);
   /* tags: ours first, then the class's */
@@ -783,6 +847,47 @@ static void find_boot_disk(struct pve_create *c, yajl_val conf)
   c->boot_size = size[0] ? parse_size(size) : 0;
 }
 
+/* Whether a hostpciN / usbN value names one of the type's mappings (ours:
+ * its slot is rewritten by configure, never taken twice). */
+static int our_device(const struct pve_create *c, const char *value, int usb)
+{
+  const struct pve_type *t =
+      c->type < c->spec->ntypes ? &c->spec->types[c->type] : NULL;
+  char m[64];
+  size_t i;
+  pve_prop_get(value, "mapping", m, sizeof(m));
+  for (i = 0; t && m[0] && i < t->ndevs; i++)
+    if (t->devs[i].usb == usb && !strcmp(t->devs[i].mapping, m))
+      return 1;
+  return 0;
+}
+
+/* The machine type and the device slots the template uses itself. */
+static void read_device_slots(struct pve_create *c, yajl_val conf)
+{
+  const char *machine = carp_json_str(conf, "machine", NULL);
+  size_t i;
+  snprintf(c->machine, sizeof(c->machine), "%s", machine ? machine : "");
+  c->other_pci = c->other_usb = 0;
+  for (i = 0; conf && YAJL_IS_OBJECT(conf) && i < conf->u.object.len; i++) {
+    const char *k = conf->u.object.keys[i];
+    yajl_val x = conf->u.object.values[i];
+    int usb = !strncmp(k, "usb", 3), n;
+    char *end;
+    if (!usb && strncmp(k, "hostpci", 7) != 0)
+      continue;
+    n = (int)strtol(k + (usb ? 3 : 7), &end, 10);
+    if (*end || end == k + (usb ? 3 : 7) || n < 0 ||
+        n >= (usb ? PVE_MAX_USB : PVE_MAX_HOSTPCI) || !YAJL_IS_STRING(x) ||
+        our_device(c, x->u.string, usb))
+      continue;
+    if (usb)
+      c->other_usb |= 1u << n;
+    else
+      c->other_pci |= 1u << n;
+  }
+}
+
 static void read_facts(struct pve_create *c, yajl_val conf)
 {
   const char *smbios = carp_json_str(conf, "smbios1", NULL);
@@ -803,6 +908,7 @@ static void read_facts(struct pve_create *c, yajl_val conf)
   } else if (carp_json_int(conf, &agent_n, "agent", NULL) == 0) {
     c->agent_on = agent_n != 0;
   }
+  read_device_slots(c, conf);
   snprintf(c->net_key, sizeof(c->net_key), "%s",
            c->spec->net_iface ? c->spec->net_iface : "net0");
   net = carp_json_str(conf, c->net_key, NULL);
@@ -915,6 +1021,7 @@ static void on_config(struct pve_op *op, const struct carp_pve_result *r)
   read_facts(c, r->data);
   if (c->adopting) {
     adopt_type(c);
+    read_device_slots(c, r->data); /* the type may have changed */
     if (d.image[0])
       snprintf(c->image, sizeof(c->image), "%s", d.image);
     vm_path(path, sizeof(path), c->zone, c->vmid, "/status/current");
@@ -1137,6 +1244,8 @@ static void take(struct pve_create *c, const struct pve_choice *ch)
   if (c->hold)
     pve_hold_release(c->region, c->hold);
   c->hold = pve_hold_add(c->region, c->zone, t->cpu, t->memory);
+  memcpy(c->hold->devs, t->devs, sizeof(t->devs));
+  c->hold->ndevs = t->ndevs;
 }
 
 static int map_place_error(int rc)
@@ -1221,8 +1330,8 @@ static void adopt(struct pve_create *c)
   c->adopting = 1;
   c->made = 1;
   snprintf(c->zone, sizeof(c->zone), "%s", g->node);
-  rc = pve_place(c->op.pp, c->spec, r->name, g->node, NULL, &ch, msg,
-                 sizeof(msg));
+  rc = pve_place_quiet(c->op.pp, c->spec, r->name, g->node, &ch, msg,
+                       sizeof(msg));
   if (rc == 0) {
     take(c, &ch);
     c->hold->vmid = c->vmid;
@@ -1254,6 +1363,10 @@ static void adopt_type(struct pve_create *c)
       snprintf(c->type_name, sizeof(c->type_name), "%s", c->sku);
       c->cpu = c->spec->types[i].cpu;
       c->memory = c->spec->types[i].memory;
+      if (c->hold) {
+        memcpy(c->hold->devs, c->spec->types[i].devs, sizeof(c->hold->devs));
+        c->hold->ndevs = c->spec->types[i].ndevs;
+      }
       return;
     }
 }

@@ -5,13 +5,14 @@
  * not in HA maintenance mode (hosts.c), its region and name are allowed
  * (NodeClass regions/zones, and for a create the NodeClaim's topology
  * requirements) and the template is available on it. An offering is available
- * when the host's free capacity (inventory.c) fits the type and the (type,
- * region, zone) is not in the insufficient-capacity cache. Placement picks, for
- * the cheapest type that has any available offering, the host the NodeClass's
- * strategy prefers: Spread (fewest of this cluster's VMs, then most free
- * memory), Pack (least free memory that still fits) or LeastLoaded (most free
- * memory, then lowest CPU load); ties go by name so the choice is stable. When
- * nothing fits, every offering that was eligible but full goes into the
+ * when the host's free capacity (inventory.c) fits the type, the host has the
+ * type's devices free (devices.c), and the (type, region, zone) is not in the
+ * insufficient-capacity cache. Placement picks, for the cheapest type that has
+ * any available offering, the host the NodeClass's strategy prefers: Spread
+ * (fewest of this cluster's VMs, then most free memory), Pack (least free
+ * memory that still fits) or LeastLoaded (most free memory, then lowest CPU
+ * load); ties go by name so the choice is stable. When nothing fits, every
+ * offering that was eligible but full goes into the
  * cache, as Karpenter's providers do with unavailable offerings. */
 #include <stdio.h>
 #include <string.h>
@@ -106,15 +107,36 @@ static int fits(const struct pve_capacity *cap, const struct pve_type *t)
   return cap->cpu_free >= t->cpu && cap->mem_free >= t->memory;
 }
 
+static int place(struct pve_provider *pp, const struct pve_vm_spec *s,
+                 const char *only_region, const char *only_zone,
+                 const char *only_type, struct pve_choice *out, char *msg,
+                 size_t msg_size, int cache);
+
 int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
               const char *only_region, const char *only_zone,
               const char *only_type, struct pve_choice *out, char *msg,
               size_t msg_size)
 {
+  return place(pp, s, only_region, only_zone, only_type, out, msg, msg_size, 1);
+}
+
+int pve_place_quiet(struct pve_provider *pp, const struct pve_vm_spec *s,
+                    const char *only_region, const char *only_zone,
+                    struct pve_choice *out, char *msg, size_t msg_size)
+{
+  return place(pp, s, only_region, only_zone, NULL, out, msg, msg_size, 0);
+}
+
+static int place(struct pve_provider *pp, const struct pve_vm_spec *s,
+                 const char *only_region, const char *only_zone,
+                 const char *only_type, struct pve_choice *out, char *msg,
+                 size_t msg_size, int cache)
+{
   size_t ti, ri, hi;
   int any_host = 0, region_err = 0, any_type = 0;
   const char *region_msg = "";
-  char full[256] = "";
+  char full[256] = "", nodev[384] = "", why[384];
+  int nodev_rank = PVE_DEVS_NO_MAPPING - 1;
 
   for (ti = 0; ti < s->ntypes; ti++) {
     const struct pve_type *t = &s->types[ti];
@@ -165,6 +187,17 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
                      (long long)(c.cap.mem_free / (1024 * 1024)));
           continue;
         }
+        {
+          /* say the most telling: busy over absent over unknown */
+          int fit = pve_type_devices_fit(r, h->name, t, why, sizeof(why));
+          if (fit != 1) {
+            if (fit > nodev_rank) {
+              nodev_rank = fit;
+              snprintf(nodev, sizeof(nodev), "%s", why);
+            }
+            continue;
+          }
+        }
         if (!have || better(s->placement, &c, &best, t->memory)) {
           best = c;
           have = 1;
@@ -197,7 +230,7 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
     return CARP_ENODECLASS_NOT_READY;
   }
   /* Every eligible offering was full (or cached as such): cache them. */
-  for (ti = 0; ti < s->ntypes; ti++) {
+  for (ti = 0; cache && ti < s->ntypes; ti++) {
     const struct pve_type *t = &s->types[ti];
     if (only_type && strcmp(t->name, only_type) != 0)
       continue;
@@ -219,8 +252,9 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
   }
   snprintf(msg, msg_size,
            "no host in the allowed zones has room for the NodeClaim's "
-           "instance types%s%s",
-           full[0] ? ": " : " (all recently found full)", full);
+           "instance types%s%s%s%s",
+           full[0] || nodev[0] ? ": " : " (all recently found full)", full,
+           full[0] && nodev[0] ? "; " : "", nodev);
   return CARP_EINSUFFICIENT_CAPACITY;
 }
 
@@ -254,7 +288,9 @@ size_t pve_offerings(struct pve_provider *pp, const struct pve_vm_spec *s,
       o->capacity_type = CARP_CAPACITY_TYPE_ON_DEMAND;
       o->price = t->price;
       pve_region_capacity(r, h, s->cpu_over, s->mem_over, s->reserved_mem, &c);
-      o->available = fits(&c, t) && !pve_ice_has(pp, t->name, r->name, h->name);
+      o->available = fits(&c, t) &&
+                     pve_type_devices_fit(r, h->name, t, NULL, 0) == 1 &&
+                     !pve_ice_has(pp, t->name, r->name, h->name);
     }
   }
   *out = v;

@@ -98,6 +98,7 @@ static int parse_resources(yajl_val data, struct pve_inventory *inv)
       g->vmid = get_int(e, "vmid");
       if (g->vmid <= 0)
         continue;
+      g->lxc = !strcmp(type, "lxc");
       copy_str(e, "node", g->node, sizeof(g->node));
       copy_str(e, "name", g->name, sizeof(g->name));
       copy_str(e, "status", g->status, sizeof(g->status));
@@ -108,6 +109,7 @@ static int parse_resources(yajl_val data, struct pve_inventory *inv)
       g->maxcpu = get_int(e, "maxcpu");
       g->maxmem = get_int(e, "maxmem");
       g->maxdisk = get_int(e, "maxdisk");
+      g->uptime = get_int(e, "uptime");
       ng++;
     }
   }
@@ -138,6 +140,10 @@ const struct pve_host *pve_region_host(const struct pve_region *r,
 
 int pve_region_fresh(const struct pve_region *r, uint64_t max_age_ms)
 {
+  /* A mapping some class started to use since the last refresh makes the
+   * listing stale: placement would not know its devices. */
+  if (r->pp->nwant && r->maps_gen != r->pp->want_gen)
+    return 0;
   return r->inv.fetched_ms && r->status == 0 &&
          carp_time_mono_ms() - r->inv.fetched_ms <= max_age_ms;
 }
@@ -183,7 +189,7 @@ void pve_hold_release(struct pve_region *r, struct pve_hold *h)
     }
 }
 
-static int is_gone(const struct pve_region *r, int64_t vmid)
+int pve_region_is_gone(const struct pve_region *r, int64_t vmid)
 {
   size_t i;
   for (i = 0; i < r->ngone; i++)
@@ -192,7 +198,8 @@ static int is_gone(const struct pve_region *r, int64_t vmid)
   return 0;
 }
 
-static const struct pve_hold *hold_of(const struct pve_region *r, int64_t vmid)
+const struct pve_hold *pve_region_hold_of(const struct pve_region *r,
+                                          int64_t vmid)
 {
   const struct pve_hold *h;
   for (h = r->holds; h; h = h->next)
@@ -207,13 +214,17 @@ void pve_region_forget(struct pve_region *r, int64_t vmid)
   size_t i;
   for (; h; h = next) {
     next = h->next;
-    if (h->vmid == vmid && h->done)
+    if (h->vmid == vmid && h->done) {
+      pve_ice_forget_zone(r->pp, r->name, h->host);
       pve_hold_release(r, h);
+    }
   }
-  if (is_gone(r, vmid))
+  if (pve_region_is_gone(r, vmid))
     return;
   for (i = 0; i < r->inv.nguests; i++)
     if (r->inv.guests[i].vmid == vmid) {
+      if (!strcmp(r->inv.guests[i].status, "running"))
+        pve_ice_forget_zone(r->pp, r->name, r->inv.guests[i].node);
       r->gone = carp_reallocarray(r->gone, r->ngone + 1, sizeof(*r->gone));
       r->gone[r->ngone++] = vmid;
       return;
@@ -232,11 +243,12 @@ void pve_region_capacity(const struct pve_region *r, const struct pve_host *h,
   memset(out, 0, sizeof(*out));
   for (i = 0; i < r->inv.nguests; i++) {
     const struct pve_guest *g = &r->inv.guests[i];
-    if (strcmp(g->node, h->name) != 0 || g->template_ || is_gone(r, g->vmid))
+    if (strcmp(g->node, h->name) != 0 || g->template_ ||
+        pve_region_is_gone(r, g->vmid))
       continue;
     if (pve_tags_have(g->tags, pp->cluster_tag))
       out->carp_vms++;
-    if (hold_of(r, g->vmid))
+    if (pve_region_hold_of(r, g->vmid))
       continue; /* counted by its hold */
     if (!strcmp(g->status, "running")) {
       used_cpu += g->maxcpu;
@@ -295,7 +307,7 @@ const struct pve_guest *pve_template_for(const struct pve_region *r,
 /* --- refresh
  * ------------------------------------------------------------------- */
 
-static void refresh_done(struct pve_region *r, int err)
+void pve_region_refresh_done(struct pve_region *r, int err)
 {
   struct pve_waiter *w = r->waiters, *next;
   r->waiters = NULL;
@@ -317,7 +329,10 @@ static void prune(struct pve_region *r)
     if (!h->done)
       continue;
     g = pve_region_guest(r, h->vmid);
-    if (!g || (!strcmp(g->status, "running") && g->maxmem > 0) ||
+    /* A VM with devices stays held until its config was read for them. */
+    if (!g ||
+        (!strcmp(g->status, "running") && g->maxmem > 0 &&
+         (!h->ndevs || pve_devices_known(r, h->vmid))) ||
         now - h->done_ms > 10 * 60 * 1000)
       pve_hold_release(r, h);
   }
@@ -354,7 +369,7 @@ static void on_permissions(const struct carp_pve_result *res, void *arg)
   r->refresh_call = NULL;
   r->refresh_stage = 0;
   if (res->err == CARP_ECANCELED) {
-    refresh_done(r, CARP_ECANCELED);
+    pve_region_refresh_done(r, CARP_ECANCELED);
     return;
   }
   if (res->err) {
@@ -362,11 +377,11 @@ static void on_permissions(const struct carp_pve_result *res, void *arg)
       r->status = res->err;
       snprintf(r->message, sizeof(r->message), "region %s: %s", r->name,
                res->message);
-      refresh_done(r, r->status);
+      pve_region_refresh_done(r, r->status);
       return;
     }
     r->perms_checked = 1;
-    refresh_done(r, 0);
+    pve_devices_refresh(r, 0);
     return;
   }
   if (no_nodes) {
@@ -387,7 +402,7 @@ static void on_permissions(const struct carp_pve_result *res, void *arg)
     }
     CARP_LOG_ERROR(PVE_LOG, "region unusable", CARP_F_STR("region", r->name),
                    CARP_F_STR("reason", r->message));
-    refresh_done(r, r->status);
+    pve_region_refresh_done(r, r->status);
     return;
   }
   r->perms_checked = 1;
@@ -414,7 +429,7 @@ static void on_permissions(const struct carp_pve_result *res, void *arg)
                     CARP_F_STR("token", carp_pve_client_token_id(r->client)),
                     CARP_F_STR("missing", missing));
   }
-  refresh_done(r, 0);
+  pve_devices_refresh(r, 0);
 }
 
 static void check_permissions(struct pve_region *r, int no_nodes)
@@ -429,7 +444,10 @@ static void check_permissions(struct pve_region *r, int no_nodes)
   carp_pve_form_free(&f);
   if (rc) {
     r->refresh_stage = 0;
-    refresh_done(r, no_nodes ? rc : 0);
+    if (no_nodes)
+      pve_region_refresh_done(r, rc);
+    else
+      pve_devices_refresh(r, 0);
   }
 }
 
@@ -442,7 +460,7 @@ static void refresh_finish(struct pve_region *r)
     check_permissions(r, 0);
     return;
   }
-  refresh_done(r, 0);
+  pve_devices_refresh(r, 0);
 }
 
 static void on_ha_status(const struct carp_pve_result *res, void *arg)
@@ -451,7 +469,7 @@ static void on_ha_status(const struct carp_pve_result *res, void *arg)
   r->refresh_call = NULL;
   r->refresh_stage = 0;
   if (res->err == CARP_ECANCELED) {
-    refresh_done(r, CARP_ECANCELED);
+    pve_region_refresh_done(r, CARP_ECANCELED);
     return;
   }
   pve_ha_result(r, res->err, res->message, res->data);
@@ -474,7 +492,7 @@ static void on_resources(const struct carp_pve_result *res, void *arg)
                     CARP_F_STR("region", r->name), CARP_F_ERR(res->err),
                     CARP_F_STR("reason", res->message));
     }
-    refresh_done(r, res->err);
+    pve_region_refresh_done(r, res->err);
     return;
   }
   memset(&inv, 0, sizeof(inv));
@@ -484,7 +502,7 @@ static void on_resources(const struct carp_pve_result *res, void *arg)
     r->status = rc;
     snprintf(r->message, sizeof(r->message),
              "region %s: /cluster/resources is not a list", r->name);
-    refresh_done(r, rc);
+    pve_region_refresh_done(r, rc);
     return;
   }
   pve_inventory_free(&r->inv);
@@ -518,7 +536,7 @@ int pve_region_refresh_start(struct pve_region *r, struct pve_waiter *w)
     w->next = r->waiters;
     r->waiters = w;
   }
-  if (r->refresh_call)
+  if (r->refresh_call || r->dev_stage)
     return 0; /* joins the refresh in flight */
   rc = carp_pve_call_start(r->client, "GET", "/cluster/resources", NULL, 0,
                            on_resources, r, &r->refresh_call);

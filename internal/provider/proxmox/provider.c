@@ -62,6 +62,24 @@ void pve_ice_add(struct pve_provider *pp, const char *type, const char *region,
                 CARP_F_DURATION("ttl", pp->o.ice_ttl_ms));
 }
 
+void pve_ice_forget_zone(struct pve_provider *pp, const char *region,
+                         const char *zone)
+{
+  char suffix[160];
+  struct carp_map_iter it;
+  const char *k;
+  size_t kl, sl;
+  void *v;
+  sl = (size_t)snprintf(suffix, sizeof(suffix), "\n%s\n%s", region, zone);
+  carp_map_iter_init(&it);
+  while (carp_map_next(&pp->ice, &it, &k, &kl, &v))
+    if (kl > sl && !memcmp(k + kl - sl, suffix, sl)) {
+      struct pve_ice *e = v;
+      carp_map_dels(&pp->ice, e->key); /* the current entry may go */
+      carp_free(e);
+    }
+}
+
 int pve_ice_has(struct pve_provider *pp, const char *type, const char *region,
                 const char *zone)
 {
@@ -374,8 +392,10 @@ static void free_provider(struct pve_provider *pp)
     carp_free(r->recent);
     carp_free(r->descs);
     pve_hosts_free(r);
+    pve_devices_free(r);
   }
   carp_free(pp->regions);
+  carp_free(pp->want);
   carp_pve_config_free(&pp->config);
   carp_free(pp);
   if (cb)
@@ -429,7 +449,8 @@ int pve_is_drifted(struct pve_provider *pp, const struct carp_nodeclaim *claim,
 const char *pve_claim_annotation(const struct carp_nodeclaim *claim);
 
 /* Create: the provider.h wrapper's callback gets resources filled in from
- * the NodeClass (capacity, allocatable) before it runs. */
+ * the NodeClass (capacity, allocatable, the type's labels) before it
+ * runs. */
 struct create_ctx {
   const struct carp_nodeclass *nc;
   carp_provider_create_cb cb;
@@ -444,6 +465,8 @@ static void on_created(int status, const struct carp_provider_instance *inst,
     struct carp_provider_instance full = *inst;
     pve_fill_resources(x->nc, &full);
     x->cb(0, &full, NULL, x->arg);
+    carp_resources_cleanup(&full.capacity);
+    carp_resources_cleanup(&full.allocatable);
   } else {
     x->cb(status, NULL, err, x->arg);
   }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include <uv.h>
+#include <yajl/yajl_tree.h>
 
 #include "carpenter/api_types.h"
 #include "carpenter/logfold.h"
@@ -49,6 +50,7 @@ struct pve_host {
 
 struct pve_guest {
   int64_t vmid;
+  int lxc;
   char node[64];
   char name[128];
   char status[16];
@@ -59,6 +61,7 @@ struct pve_guest {
   char tags[512];  /* as Proxmox returns them (';'-joined) */
   char lock[24];
   char pool[64];
+  int64_t uptime; /* seconds; 0 when not running */
 };
 
 struct pve_inventory {
@@ -70,6 +73,16 @@ struct pve_inventory {
   uint64_t fetched_ms; /* monotonic; 0: never */
 };
 
+/* Host devices of one device class of an instance type, as a VM gets them:
+ * count devices of a PCI or USB resource mapping. */
+#define PVE_MAX_TYPE_DEVS 4
+struct pve_dev {
+  char mapping[64];
+  int usb;
+  int32_t count;
+  int pcie;
+};
+
 /* Capacity held in memory between the decision to create a VM and the
  * refresh that shows it running (or its rollback). */
 struct pve_hold {
@@ -77,7 +90,9 @@ struct pve_hold {
   char host[64];
   int64_t cpu; /* vCPUs */
   int64_t mem; /* bytes */
-  int done;    /* the create finished; drop once a refresh shows the VM */
+  struct pve_dev devs[PVE_MAX_TYPE_DEVS];
+  size_t ndevs;
+  int done; /* the create finished; drop once a refresh shows the VM */
   uint64_t done_ms;
   struct pve_hold *next;
 };
@@ -107,6 +122,40 @@ struct pve_desc {
   int seen; /* mark for pruning */
 };
 
+/* A resource mapping of a region (/cluster/mapping/pci or /usb): one
+ * device per map entry (qemu-server gives a VM the first entry of its host
+ * that is free), with the entry's host, path and vendor:device id. */
+struct pve_mapping_dev {
+  char host[64];
+  char path[128];
+  char id[16];
+};
+struct pve_mapping {
+  char id[64];
+  int usb;
+  struct pve_mapping_dev *devs;
+  size_t ndevs;
+};
+
+/* A host device a VM's config names: hostpciN / usbN with mapping=, or a
+ * raw host device (host=, the default key) that may be a mapping's entry.
+ * Kept for the VM's current boot: its devices change only when it starts
+ * again. */
+struct pve_devref {
+  char mapping[64]; /* "" for a raw device */
+  char path[128];   /* the raw device ("" with a mapping) */
+  int usb;
+};
+struct pve_vmdevs {
+  int64_t vmid;
+  char node[64];
+  int64_t boot_s; /* monotonic seconds it booted at (now - uptime) */
+  struct pve_devref *refs;
+  size_t nrefs;
+};
+
+#define PVE_DEV_CALLS 4 /* config reads of one refresh in flight at once */
+
 struct pve_region {
   struct pve_provider *pp;
   char name[64];
@@ -133,6 +182,30 @@ struct pve_region {
   size_t nha_maint;
   uint64_t ha_fetched_ms; /* monotonic; 0: never */
   int ha_failing;         /* the last HA status call failed (logged once) */
+  /* devices (devices.c): read only once a class with devices was seen */
+  struct pve_mapping *maps;
+  size_t nmaps;
+  int maps_read;        /* the mappings were read at least once */
+  unsigned maps_gen;    /* pp->want_gen when the mappings were last read */
+  unsigned dev_gen;     /* pp->want_gen the refresh in flight reads for */
+  char maps_error[256]; /* why they could not be read ("" when they were) */
+  struct pve_vmdevs *vmdevs;
+  size_t nvmdevs;
+  int dev_stage; /* 0 idle, 1 mappings, 2 configs */
+  struct pve_devcall {
+    struct pve_region *r;
+    struct carp_pve_call *call;
+    int64_t vmid;
+    char node[64];
+    int64_t uptime;
+    int usb; /* stage 1: which mapping list */
+  } dev[PVE_DEV_CALLS];
+  struct pve_mapping *dev_maps; /* stage 1: what was read so far */
+  size_t dev_nmaps;
+  int dev_read[2];   /* stage 1: pci, usb read */
+  size_t dev_cursor; /* stage 2: next guest whose config may be needed */
+  size_t dev_pending;
+  int dev_result; /* the refresh's status, handed to the waiters */
 };
 
 void pve_inventory_free(struct pve_inventory *inv);
@@ -150,6 +223,49 @@ const struct pve_host *pve_region_host(const struct pve_region *r,
                                        const char *name);
 /* Whether a ';'/','/space separated tag list holds tag (case-insensitive). */
 int pve_tags_have(const char *tags, const char *tag);
+/* A VM deleted by Carpenter that the last listing still shows. */
+int pve_region_is_gone(const struct pve_region *r, int64_t vmid);
+/* The hold of a create in flight for vmid, or NULL. */
+const struct pve_hold *pve_region_hold_of(const struct pve_region *r,
+                                          int64_t vmid);
+/* The refresh's last step (inventory.c calls it once the listing and the
+ * permission check are done): the waiters get status. */
+void pve_region_refresh_done(struct pve_region *r, int status);
+
+/* ------------------------------------------------------------------------ */
+/* Devices (devices.c)                                                      */
+
+/* After the listing: when any class with devices was seen, reads the PCI
+ * and USB mappings and the configs of running VMs on hosts in a wanted
+ * mapping (configs are kept per boot), then ends the refresh with status. */
+void pve_devices_refresh(struct pve_region *r, int status);
+/* Cancels the device reads of a refresh (close). */
+void pve_devices_cancel(struct pve_region *r);
+void pve_devices_free(struct pve_region *r);
+/* Parses a /cluster/mapping/pci or /usb answer into *out (n entries);
+ * entries without an id are skipped. */
+int pve_mappings_parse(yajl_val data, int usb, struct pve_mapping **out,
+                       size_t *n);
+void pve_mappings_free(struct pve_mapping *m, size_t n);
+/* The mapped devices in a VM config (hostpciN, usbN with mapping=). */
+size_t pve_config_devrefs(yajl_val conf, struct pve_devref **out);
+/* Devices of mapping (id, usb) on host: in the mapping, and free of
+ * running VMs and creates in flight. *total is the mapping's count there;
+ * -1 when the region has no such mapping. */
+int32_t pve_devices_free_on(const struct pve_region *r, const char *host,
+                            const char *mapping, int usb, int32_t *total);
+/* Whether host h can give a VM of type t its devices: 1, or why not (and
+ * a message in why, which may be NULL), the more telling the higher. */
+#define PVE_DEVS_NO_MAPPING (-2) /* the region has no such mapping */
+#define PVE_DEVS_NONE_HERE  (-1) /* the mapping has no device on host */
+#define PVE_DEVS_BUSY       0    /* not enough of them free */
+struct pve_type;
+int pve_type_devices_fit(const struct pve_region *r, const char *host,
+                         const struct pve_type *t, char *why, size_t why_size);
+/* Whether the devices of running VM vmid are known (its config read). */
+int pve_devices_known(const struct pve_region *r, int64_t vmid);
+/* A spec or class names device mapping (id, usb): refreshes read it. */
+void pve_devices_want(struct pve_provider *pp, const char *mapping, int usb);
 
 /* ------------------------------------------------------------------------ */
 /* Host state: maintenance and since when (hosts.c)                         */
@@ -246,6 +362,10 @@ void pve_ice_add(struct pve_provider *pp, const char *type, const char *region,
                  const char *zone);
 int pve_ice_has(struct pve_provider *pp, const char *type, const char *region,
                 const char *zone);
+/* A VM on the host went away: what it held is free again, so nothing
+ * cached for the host still holds (availability is computed anew). */
+void pve_ice_forget_zone(struct pve_provider *pp, const char *region,
+                         const char *zone);
 
 struct pve_slot_waiter {
   struct pve_slot_waiter *next;
@@ -353,6 +473,9 @@ struct pve_type {
   int32_t cpu;
   int64_t memory; /* bytes */
   double price;
+  size_t rank; /* order to try (the claim's list); then price */
+  struct pve_dev devs[PVE_MAX_TYPE_DEVS];
+  size_t ndevs;
 };
 
 struct pve_vm_spec {
@@ -482,6 +605,11 @@ struct pve_provider {
   struct pve_stream_arg m_figs[PVE_HOST_FIGURES];
   struct carp_metric *m_tasks;
   struct carp_metric *m_task_duration;
+  /* Device mappings some class uses (refreshes read only these hosts'
+   * VM configs). */
+  struct pve_devref *want;
+  size_t nwant;
+  unsigned want_gen; /* bumped by each new wanted mapping */
 };
 
 /* metrics.c: registers the families (reg may be NULL), stops the streamed
@@ -534,6 +662,11 @@ int pve_place(struct pve_provider *pp, const struct pve_vm_spec *s,
               const char *only_region, const char *only_zone,
               const char *only_type, struct pve_choice *out, char *msg,
               size_t msg_size);
+/* The same, without caching anything: for a VM that exists already
+ * (adoption), which counts against the very host it is on. */
+int pve_place_quiet(struct pve_provider *pp, const struct pve_vm_spec *s,
+                    const char *only_region, const char *only_zone,
+                    struct pve_choice *out, char *msg, size_t msg_size);
 int pve_zone_allowed(const struct pve_vm_spec *s, const char *region,
                      const char *zone);
 /* One offering per usable (region, zone) of the spec for type t. */
@@ -549,6 +682,14 @@ struct carp_instance_type;
 void pve_type_fill(const struct carp_nodeclass_spec *spec,
                    const struct carp_instance_type *it, int64_t template_disk,
                    struct carp_provider_instance_type *o);
+/* The devices of it (resolved from the class's device classes) into t. */
+void pve_type_devices(const struct carp_nodeclass_spec *spec,
+                      const struct carp_instance_type *it, struct pve_type *t);
+/* The labels of it (carpenter.dev/instance-gpu-*): defined ones, and with
+ * absent set the GPU keys a type without GPUs never has. */
+size_t pve_type_labels(const struct carp_nodeclass_spec *spec,
+                       const struct carp_instance_type *it, int with_absent,
+                       struct carp_provider_label *out, size_t max);
 
 /* Builds the user-data variables and renders (userdata.c). */
 struct pve_type;

@@ -106,6 +106,29 @@ static void emit_err(struct carp_jw *w, int status,
   }
 }
 
+/* Extended resources of a capacity and the labels of a type. */
+static void emit_extras(struct carp_jw *w, const struct carp_resources *cap,
+                        const struct carp_provider_label *labels, size_t n)
+{
+  uint32_t i;
+  size_t k;
+  carp_jw_key(w, "extended");
+  carp_jw_obj(w);
+  for (i = 0; i < cap->nextended; i++)
+    carp_jw_kint(w, cap->extended[i].name, cap->extended[i].value);
+  carp_jw_obj_end(w);
+  carp_jw_key(w, "labels");
+  carp_jw_obj(w);
+  for (k = 0; k < n; k++) {
+    carp_jw_key(w, labels[k].key);
+    if (labels[k].absent)
+      carp_jw_null(w);
+    else
+      carp_jw_str(w, labels[k].value);
+  }
+  carp_jw_obj_end(w);
+}
+
 static void emit_inst(struct carp_jw *w,
                       const struct carp_provider_instance *in)
 {
@@ -128,6 +151,7 @@ static void emit_inst(struct carp_jw *w,
   carp_jw_kint(w, "capEphemeral", in->capacity.ephemeral);
   carp_jw_kint(w, "capPods", in->capacity.pods);
   carp_jw_kint(w, "allocMemory", in->allocatable.memory);
+  emit_extras(w, &in->capacity, in->labels, in->nlabels);
 }
 
 /* --- objects
@@ -597,6 +621,7 @@ static void step_types(void)
     carp_jw_kint(&w, "capMemory", it->capacity.memory);
     carp_jw_kint(&w, "capEphemeral", it->capacity.ephemeral);
     carp_jw_kint(&w, "allocMemory", it->allocatable.memory);
+    emit_extras(&w, &it->capacity, it->labels, it->nlabels);
     carp_jw_key(&w, "offerings");
     carp_jw_arr(&w);
     for (j = 0; j < it->nofferings; j++) {

@@ -810,6 +810,93 @@ class TestFullClones(ProviderCase):
         self.assert_clean([c["vmid"] for c in created])
 
 
+# -------------------------------------------------------------------------------
+def gpu_nodeclass():
+    return nodeclass(
+        devices=[{"name": "rtx", "mapping": "gpu", "resource": "nvidia.com/gpu",
+                  "price": "0.5", "gpu": {"name": "rtx-4090", "manufacturer": "nvidia",
+                                          "memory": "24Gi"}}],
+        instanceTypes={"families": [{"name": "c1", "memoryPerCPU": "2Gi"},
+                                    {"name": "g1", "memoryPerCPU": "4Gi", "devices": ["rtx"]}],
+                       "sizes": [2]})
+
+
+class TestDevices(ProviderCase):
+    """GPUs through a PCI resource mapping: one device, on pve2 only."""
+    sim_args = ("--pci-mapping", "gpu=pve2:1",)
+
+    def test_gpu_vm(self):
+        # the first call for a class with devices has the mappings read
+        ev = self.drive(gpu_nodeclass(), "types", "refresh", "types",
+                        "create:count=2,prefix=gpu,type=g1.2VCPU-8GB", "types", "get",
+                        "delete", "refresh", "types")
+        first = {t["name"]: t for t in self.of(ev, "types")[0]["types"]}
+        self.assertFalse(any(o["available"] for o in first["g1.2VCPU-8GB"]["offerings"]))
+        types = {t["name"]: t for t in self.of(ev, "types")[1]["types"]}
+        g = types["g1.2VCPU-8GB"]
+        self.assertEqual({o["zone"]: o["available"] for o in g["offerings"]},
+                         {"pve1": False, "pve2": True, "pve3": False})
+        self.assertEqual(g["extended"], {"nvidia.com/gpu": 1})
+        self.assertEqual(g["labels"]["carpenter.dev/instance-gpu-count"], "1")
+        self.assertEqual(g["labels"]["carpenter.dev/instance-gpu-memory"], "24576")
+        self.assertEqual(g["priceMicro"], 2 * 30000 + 8 * 4000 + 500000)
+        c = types["c1.2VCPU-4GB"]
+        self.assertEqual(c["extended"], {})
+        self.assertIsNone(c["labels"]["carpenter.dev/instance-gpu-count"])  # DoesNotExist
+        self.assertTrue(all(o["available"] for o in c["offerings"]))
+
+        # two creates race for one device: one gets it, the other is told why
+        res = sorted(self.of(ev, "create"), key=lambda x: x["status"], reverse=True)
+        ok, ice = res
+        self.assertEqual(ok["status"], 0, ok)
+        self.assertEqual(ok["zone"], "pve2")
+        self.assertEqual(ok["extended"], {"nvidia.com/gpu": 1})
+        self.assertEqual(ok["labels"]["carpenter.dev/instance-gpu-name"], "rtx-4090")
+        self.assertEqual(ice["errname"], "EINSUFFICIENT_CAPACITY", ice)
+        self.assertIn("PCI mapping gpu has 0 of 1 devices free on lab/pve2", ice["message"])
+        self.assertEqual(ice["reserves"], 0)   # nothing was cloned for it
+        conf = [r["params"] for r in self.requests() if r["method"] == "POST" and
+                r.get("rel") == "/nodes/pve2/qemu/%d/config" % ok["vmid"]]
+        self.assertEqual(len(conf), 1)
+        self.assertEqual((conf[0]["hostpci0"], conf[0]["machine"], conf[0]["balloon"]),
+                         ("mapping=gpu,pcie=1", "q35", "0"))
+        starts = [r for r in self.requests() if r.get("rel") == "/nodes/pve2/qemu/%d/status/"
+                  "start" % ok["vmid"]]
+        self.assertEqual([r["status"] for r in starts], [200])   # the start passed
+        # the offering is unavailable now; deleting gives the device back
+        after = {t["name"]: t for t in self.of(ev, "types")[2]["types"]}
+        self.assertFalse(any(o["available"] for o in after["g1.2VCPU-8GB"]["offerings"]))
+        again = {t["name"]: t for t in self.of(ev, "types")[3]["types"]}
+        self.assertEqual({o["zone"]: o["available"]
+                          for o in again["g1.2VCPU-8GB"]["offerings"]},
+                         {"pve1": False, "pve2": True, "pve3": False})
+        self.assert_clean([ok["vmid"]])
+        mapping_reads = [r for r in self.requests() if r.get("rel") == "/cluster/mapping/pci"]
+        self.assertTrue(mapping_reads)
+
+    def test_device_held_by_another_vm(self):
+        # someone else's VM on pve2 runs with the only device
+        self.sim.clone(500, src=9010, node="pve2", name="plex")
+        self.assertEqual(self.sim.put("/nodes/pve2/qemu/500/config",
+                                      hostpci0="mapping=gpu").status, 200)
+        self.sim.run_task(self.sim.post("/nodes/pve2/qemu/500/status/start"))
+        self.sim.tick()   # the listing shows it running (pvestatd)
+        try:
+            ev = self.drive(gpu_nodeclass(), "types", "refresh", "types",
+                            "create:count=1,prefix=busy,type=g1.2VCPU-8GB")
+            g = {t["name"]: t for t in self.of(ev, "types")[1]["types"]}["g1.2VCPU-8GB"]
+            self.assertFalse(any(o["available"] for o in g["offerings"]))
+            c = self.of(ev, "create")[0]
+            self.assertEqual(c["errname"], "EINSUFFICIENT_CAPACITY", c)
+            self.assertIn("PCI mapping gpu has 0 of 1 devices free on lab/pve2", c["message"])
+            configs = [r for r in self.requests() if r.get("rel") == "/nodes/pve2/qemu/500/config"
+                       and r["method"] == "GET"]
+            self.assertEqual(len(configs), 1)   # read once for its devices
+        finally:
+            self.sim.run_task(self.sim.post("/nodes/pve2/qemu/500/status/stop"))
+            self.sim.run_task(self.sim.delete("/nodes/pve2/qemu/500"))
+
+
 def main():
     global DRIVER, SCHEMA
     if len(sys.argv) < 2:
