@@ -50,11 +50,10 @@ struct carp_cluster {
   /* autoscaling.x-k8s.io/v1beta1: optional, empty (and synced) when the
    * cluster does not serve the API. */
   struct carp_informer *capacitybuffers;
-  /* NodeOverlays: optional - the first nrequired informers of all[] must
-   * have synced before anything is decided; this one need not (without
-   * its CRD the cache stays empty and no overlay applies). */
+  /* karpenter.sh/v1alpha1 NodeOverlays: optional like CapacityBuffers
+   * (without the CRD the cache is synced, empty, and no overlay applies). */
   struct carp_informer *nodeoverlays;
-  struct carp_informer *all[10];
+  struct carp_informer *all[12];
   int nall;
   int nrequired;
   void *priv; /* state.c's bookkeeping */

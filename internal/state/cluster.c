@@ -45,9 +45,11 @@ static int add(struct carp_cluster *c, const struct carp_kind *kind,
   int rc;
   memset(&o, 0, sizeof(o));
   o.kind = kind;
-  /* CapacityBuffers are Cluster Autoscaler's API: a cluster may not have
-   * the CRD, and Carpenter runs without it then. */
-  o.optional = kind == &carp_kind_capacitybuffer;
+  /* CapacityBuffers are Cluster Autoscaler's API, NodeOverlays an alpha
+   * Karpenter one: a cluster may not have their CRDs, and Carpenter runs
+   * without them then (an API not served counts as synced and empty). */
+  o.optional =
+      kind == &carp_kind_capacitybuffer || kind == &carp_kind_nodeoverlay;
   rc = carp_informer_new(c->loop, c->kube, &o, slot);
   if (!rc)
     c->all[c->nall++] = *slot;
@@ -73,15 +75,12 @@ int carp_cluster_new(uv_loop_t *loop, struct carp_kube *kube,
       (rc = add(c, &carp_kind_daemonset, &c->daemonsets)) ||
       (rc = add(c, &carp_kind_volumeattachment, &c->volumeattachments)) ||
       (rc = add(c, &carp_kind_pvc, &c->pvcs)) ||
-      (rc = add(c, &carp_kind_capacitybuffer, &c->capacitybuffers))) {
+      (rc = add(c, &carp_kind_capacitybuffer, &c->capacitybuffers)) ||
+      (rc = add(c, &carp_kind_nodeoverlay, &c->nodeoverlays))) {
     carp_cluster_close(c, NULL, NULL);
     return rc;
   }
   c->nrequired = c->nall;
-  if ((rc = add(c, &carp_kind_nodeoverlay, &c->nodeoverlays))) {
-    carp_cluster_close(c, NULL, NULL);
-    return rc;
-  }
   carp_informer_add_index(c->pods, pod_node);
   carp_informer_add_index(c->nodes, node_provider);
   carp_informer_add_index(c->nodeclaims, claim_provider);

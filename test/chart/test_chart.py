@@ -566,7 +566,7 @@ class RenderTest(unittest.TestCase):
                 crds = chartlib.render_text(include_crds=True)
                 crd_docs = [d for d in chartlib.load_docs(crds)
                             if d["kind"] == "CustomResourceDefinition"]
-                self.assertEqual(len(crd_docs), 4)
+                self.assertEqual(len(crd_docs), 5)
                 kubectl("apply", "-f", os.path.join(chartlib.CHART, "crds"))
                 kubectl("wait", "--for=condition=Established", "--timeout=30s",
                         "crd/nodepools.karpenter.sh",
