@@ -43,6 +43,8 @@ static int add(struct carp_cluster *c, const struct carp_kind *kind,
 {
   struct carp_informer_options o;
   int rc;
+  if (c->nall == sizeof(c->all) / sizeof(c->all[0]))
+    return CARP_ETOOBIG; /* all[] is too small for the informers added */
   memset(&o, 0, sizeof(o));
   o.kind = kind;
   /* CapacityBuffers are Cluster Autoscaler's API, NodeOverlays an alpha
