@@ -231,5 +231,30 @@ void carp_cluster_mark_for_deletion(struct carp_cluster *c,
                                     const char *nodeclaim);
 void carp_cluster_unmark(struct carp_cluster *c, const char *nodeclaim);
 int carp_cluster_is_marked(const struct carp_cluster *c, const char *nodeclaim);
+/* A NodeClaim a disruption command replaces while its replacement
+ * launches: unlike a deletion mark, its pods keep their node (nothing
+ * needs a place for them yet), but a static NodePool counts the
+ * replacement in its place. Dropped when the NodeClaim is deleted. */
+void carp_cluster_mark_replaced(struct carp_cluster *c, const char *nodeclaim);
+void carp_cluster_unmark_replaced(struct carp_cluster *c,
+                                  const char *nodeclaim);
+int carp_cluster_is_replaced(const struct carp_cluster *c,
+                             const char *nodeclaim);
+
+/* A NodePool's NodeClaims as a static NodePool counts them. */
+struct carp_pool_count {
+  /* every NodeClaim, deleting and created-not-seen ones too (what
+   * limits.nodes counts) */
+  int64_t total;
+  /* not being deleted: marked, replaced and created-not-seen ones
+   * included (what static provisioning fills up to replicas) */
+  int64_t active;
+  /* seen, not being deleted, neither marked nor replaced (what static
+   * deprovisioning may remove) */
+  int64_t running;
+};
+void carp_cluster_nodepool_count(const struct carp_cluster *c,
+                                 const char *nodepool,
+                                 struct carp_pool_count *out);
 
 #endif

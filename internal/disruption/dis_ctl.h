@@ -11,7 +11,7 @@
 enum dis_state {
   ST_IDLE = 0,   /* a poll may decide */
   ST_VALIDATING, /* waiting out the validation delay */
-  ST_LAUNCHING,  /* the replacement is being created or initialized */
+  ST_LAUNCHING,  /* the replacements are being created or initialized */
   ST_EXECUTING,  /* taints and deletes in flight */
   ST_WAITING,    /* the candidates are being terminated */
 };
@@ -27,6 +27,13 @@ struct cand_rec {
   enum cand_state state;
 };
 
+/* One replacement NodeClaim being launched. */
+struct repl_rec {
+  char *name;
+  char *uid;  /* once created */
+  int failed; /* its create was refused */
+};
+
 struct dis_cmd {
   enum dis_method method;
   enum carp_disruption_reason reason;
@@ -34,10 +41,10 @@ struct dis_cmd {
   struct cand_rec *c;
   size_t n;
   struct dis_replacement repl; /* DIS_REPLACE */
-  char *repl_name;             /* once created */
-  char *repl_uid;
+  struct repl_rec *r;          /* its NodeClaims: one, or one per candidate */
+  size_t nr;
   int repl_waiting_said; /* DisruptionWaitingReadiness sent */
-  int creating;          /* the replacement's create in flight */
+  size_t creating;       /* replacement creates in flight */
   int64_t decided_ms;
   int64_t launched_ms;
   double savings;

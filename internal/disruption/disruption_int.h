@@ -144,6 +144,11 @@ struct dis_replacement {
   struct carp_resources capacity; /* its largest option */
   double price;                   /* its cheapest option */
   char *types;                    /* its options, comma-separated */
+  /* A static NodePool's drift: one NodeClaim of this body for each
+   * candidate, standing in for it (the pool counts the replacement, not
+   * the candidate) from its launch on; the candidates' pods are not
+   * simulated again once they are up. */
+  int in_place;
 };
 
 /* Where the simulation put one moved pod. */

@@ -13,7 +13,16 @@
  * above. If the replacement is deleted, never initializes within the
  * command timeout, or the pods no longer fit, the command is rolled back:
  * the replacement is deleted and nothing was tainted. No pod is ever left
- * without a place because of a consolidation. */
+ * without a place because of a consolidation.
+ *
+ * A static NodePool's drift replaces in place (Karpenter's StaticDrift):
+ * one NodeClaim of the pool's template per candidate, all created first;
+ * from then on each candidate is marked replaced, so the pool counts the
+ * replacement instead of it (static.provisioning launches nothing more,
+ * static.deprovisioning sees no extra node). Once every replacement is
+ * Initialized the candidates go as above, without simulating their pods
+ * again; if one fails, all are deleted and the candidates count again. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -91,8 +100,11 @@ void carp__dis_cmd_free(struct carp_disruption *d)
   carp_free(cmd->repl.body);
   carp_free(cmd->repl.types);
   carp_resources_cleanup(&cmd->repl.capacity);
-  carp_free(cmd->repl_name);
-  carp_free(cmd->repl_uid);
+  for (i = 0; i < cmd->nr; i++) {
+    carp_free(cmd->r[i].name);
+    carp_free(cmd->r[i].uid);
+  }
+  carp_free(cmd->r);
   memset(cmd, 0, sizeof(*cmd));
   d->running = 0;
   d->state = ST_IDLE;
@@ -130,6 +142,7 @@ static void cand_failed(struct carp_disruption *d, struct cand_rec *r,
                          .effect = CARP_EFFECT_NO_SCHEDULE};
   r->state = C_FAILED;
   carp_cluster_unmark(c->env.cluster, r->claim);
+  carp_cluster_unmark_replaced(c->env.cluster, r->claim);
   if (untaint && node && !node->meta.deletion_ms && !c->closing)
     carp_write_node_taint(c, NULL, node, &t, 0, NULL, NULL);
 }
@@ -238,7 +251,7 @@ static void start_deletes(struct carp_disruption *d)
       continue;
     node = carp_cluster_node(c->env.cluster, r->node);
     if (!node) {
-      r->state = C_FAILED;
+      cand_failed(d, r, 0);
       continue;
     }
     carp_cluster_mark_for_deletion(c->env.cluster, r->claim);
@@ -269,24 +282,31 @@ static void start_deletes(struct carp_disruption *d)
   cand_finished(d);
 }
 
-/* ---- the replacement ---- */
+/* ---- the replacements ---- */
 
 static void rollback(struct carp_disruption *d, const char *why)
 {
   struct carp_controller *c = &d->base;
-  const struct carp_nodeclaim *nc =
-      d->cmd.repl_name
-          ? carp_cluster_nodeclaim(c->env.cluster, d->cmd.repl_name)
-          : NULL;
+  size_t i;
   CARP_LOG_INFO(
       "disruption", "abandoning command: rolling back", CARP_F_STR("why", why),
-      CARP_F_STR("replacement", d->cmd.repl_name ? d->cmd.repl_name : ""));
-  if (nc && !nc->meta.deletion_ms && d->cmd.repl_uid &&
-      !strcmp(nc->meta.uid, d->cmd.repl_uid)) {
-    /* Not capacity from now on, before the cache shows the delete. */
-    carp_cluster_mark_for_deletion(c->env.cluster, nc->meta.name);
-    carp_write_delete_claim(c, NULL, nc, NULL, NULL);
+      CARP_F_STR("replacement",
+                 d->cmd.nr && d->cmd.r[0].name ? d->cmd.r[0].name : ""),
+      CARP_F_INT("replacements", (int64_t)d->cmd.nr));
+  for (i = 0; i < d->cmd.nr; i++) {
+    const struct repl_rec *r = &d->cmd.r[i];
+    const struct carp_nodeclaim *nc =
+        r->name ? carp_cluster_nodeclaim(c->env.cluster, r->name) : NULL;
+    if (nc && !nc->meta.deletion_ms && r->uid &&
+        !strcmp(nc->meta.uid, r->uid)) {
+      /* Not capacity from now on, before the cache shows the delete. */
+      carp_cluster_mark_for_deletion(c->env.cluster, nc->meta.name);
+      carp_write_delete_claim(c, NULL, nc, NULL, NULL);
+    }
   }
+  /* The candidates count as themselves again. */
+  for (i = 0; i < d->cmd.n; i++)
+    carp_cluster_unmark_replaced(c->env.cluster, d->cmd.c[i].claim);
   carp_metric_add(d->m_failed_validations,
                   CARP_VALUES(carp__dis_method_name(d->cmd.method)), 1);
   carp_metric_add(d->m_queue_failures,
@@ -297,78 +317,99 @@ static void rollback(struct carp_disruption *d, const char *why)
   carp__dis_cmd_free(d);
 }
 
+/* arg: the replacement's index. A command is never rolled back or freed
+ * while its creates are in flight (the poll waits for them), so the
+ * index still names this command's replacement. */
 static void on_replacement_created(struct carp_controller *c, const char *key,
                                    const struct carp_kube_result *res,
                                    void *arg)
 {
   struct carp_disruption *d = DIS(c);
+  size_t i = (size_t)(uintptr_t)arg;
+  struct repl_rec *r;
   const char *uid;
   (void)key;
-  (void)arg;
-  d->cmd.creating = 0;
-  if (c->closing || d->state != ST_LAUNCHING)
+  if (c->closing || d->state != ST_LAUNCHING || i >= d->cmd.nr)
     return;
+  d->cmd.creating--;
+  r = &d->cmd.r[i];
   if (res->err) {
     if (res->err != CARP_ECANCELED && res->err != CARP_ENOTLEADER)
       CARP_LOG_WARN("disruption", "creating the replacement failed",
-                    CARP_F_STR("nodeclaim", d->cmd.repl_name),
-                    CARP_F_ERR(res->err), CARP_F_STR("message", res->message));
-    carp_free(d->cmd.repl_name);
-    d->cmd.repl_name = NULL;
-    rollback(d, "the replacement could not be created");
+                    CARP_F_STR("nodeclaim", r->name), CARP_F_ERR(res->err),
+                    CARP_F_STR("message", res->message));
+    carp_cluster_forget_claim(c->env.cluster, r->name);
+    r->failed = 1;
     return;
   }
   uid = carp_json_str(res->body, "metadata", "uid", NULL);
-  d->cmd.repl_uid = carp_strdup(uid ? uid : "");
+  r->uid = carp_strdup(uid ? uid : "");
   d->cmd.launched_ms = carp_controller_now(c);
-  CARP_LOG_INFO("disruption", "created replacement nodeclaim",
-                CARP_F_STR("nodeclaim", d->cmd.repl_name),
-                CARP_F_STR("nodepool", d->cmd.repl.nodepool),
-                CARP_F_STR("instance-types", d->cmd.repl.types));
+  CARP_LOG_INFO(
+      "disruption", "created replacement nodeclaim",
+      CARP_F_STR("nodeclaim", r->name),
+      CARP_F_STR("nodepool", d->cmd.repl.nodepool),
+      CARP_F_STR("instance-types", d->cmd.repl.types ? d->cmd.repl.types : ""));
 }
 
-static void launch(struct carp_disruption *d)
+static char *replacement_name(const char *pool)
 {
-  struct carp_controller *c = &d->base;
-  struct carp_kube_ref ref = carp_ref_nodeclaim(NULL, NULL);
-  struct carp_buf name, body;
-  const char *at = strstr(d->cmd.repl.body, "\"__NAME__\"");
   static const char alphabet[] = "bcdfghjklmnpqrstvwxz2456789";
+  struct carp_buf name;
   char suffix[6];
   size_t i;
-  int rc;
   for (i = 0; i < 5; i++)
     suffix[i] =
         alphabet[carp_rand_u64(carp_rand_global()) % (sizeof(alphabet) - 1)];
   suffix[5] = 0;
   carp_buf_init(&name, 512);
-  carp_buf_printf(&name, "%s-%s", d->cmd.repl.nodepool, suffix);
-  d->cmd.repl_name = carp_buf_steal(&name, NULL);
-  carp_buf_init(&body, CARP_BUF_UNLIMITED);
-  carp_buf_append(&body, d->cmd.repl.body, (size_t)(at - d->cmd.repl.body));
-  carp_buf_printf(&body, "\"%s\"", d->cmd.repl_name);
-  carp_buf_puts(&body, at + 10);
+  carp_buf_printf(&name, "%s-%s", pool, suffix);
+  return carp_buf_steal(&name, NULL);
+}
+
+/* Creates the replacements; the poll (carp__dis_progress) goes on once
+ * every create has its answer. */
+static void launch(struct carp_disruption *d)
+{
+  struct carp_controller *c = &d->base;
+  struct carp_kube_ref ref = carp_ref_nodeclaim(NULL, NULL);
+  const char *at = strstr(d->cmd.repl.body, "\"__NAME__\"");
+  char msg[128];
+  size_t i;
+  d->cmd.nr = d->cmd.repl.in_place ? d->cmd.n : 1;
+  d->cmd.r = carp_calloc(d->cmd.nr, sizeof(*d->cmd.r));
   d->state = ST_LAUNCHING;
   d->cmd.launched_ms = carp_controller_now(c);
-  /* Counted by the provisioner from now on, as an in-flight claim. */
-  carp_cluster_expect_claim(c->env.cluster, d->cmd.repl_name,
-                            d->cmd.repl.nodepool, &d->cmd.repl.capacity);
-  d->cmd.creating = 1;
-  rc = carp_write_create(c, NULL, &ref, body.ptr, body.len,
-                         on_replacement_created, NULL);
-  carp_buf_free(&body);
-  {
-    char msg[128];
-    snprintf(msg, sizeof(msg), "Launching NodeClaim: %s",
-             carp__dis_reason_name(d->cmd.reason));
-    cand_events(d, "DisruptionLaunching", msg);
+  /* A static pool counts each replacement instead of its candidate from
+   * now on: neither static controller acts on the pool meanwhile. */
+  if (d->cmd.repl.in_place)
+    for (i = 0; i < d->cmd.n; i++)
+      carp_cluster_mark_replaced(c->env.cluster, d->cmd.c[i].claim);
+  for (i = 0; i < d->cmd.nr; i++) {
+    struct repl_rec *r = &d->cmd.r[i];
+    struct carp_buf body;
+    int rc;
+    r->name = replacement_name(d->cmd.repl.nodepool);
+    carp_buf_init(&body, CARP_BUF_UNLIMITED);
+    carp_buf_append(&body, d->cmd.repl.body, (size_t)(at - d->cmd.repl.body));
+    carp_buf_printf(&body, "\"%s\"", r->name);
+    carp_buf_puts(&body, at + 10);
+    /* Counted by the provisioner from now on, as an in-flight claim. */
+    carp_cluster_expect_claim(c->env.cluster, r->name, d->cmd.repl.nodepool,
+                              &d->cmd.repl.capacity);
+    d->cmd.creating++;
+    rc = carp_write_create(c, NULL, &ref, body.ptr, body.len,
+                           on_replacement_created, (void *)(uintptr_t)i);
+    carp_buf_free(&body);
+    if (rc) {
+      d->cmd.creating--;
+      carp_cluster_forget_claim(c->env.cluster, r->name);
+      r->failed = 1;
+    }
   }
-  if (rc) {
-    d->cmd.creating = 0;
-    carp_free(d->cmd.repl_name);
-    d->cmd.repl_name = NULL;
-    rollback(d, "the replacement could not be created");
-  }
+  snprintf(msg, sizeof(msg), "Launching NodeClaim: %s",
+           carp__dis_reason_name(d->cmd.reason));
+  cand_events(d, "DisruptionLaunching", msg);
 }
 
 void carp__dis_execute(struct carp_disruption *d)
@@ -428,27 +469,39 @@ static const char *still_fits(struct carp_disruption *d, int64_t now)
   return why;
 }
 
+/* Where the replacements stand: NULL while some are not up yet, "" when
+ * all are Initialized, else why the command is given up. */
+static const char *replacements_up(struct carp_disruption *d, int64_t now)
+{
+  struct carp_controller *c = &d->base;
+  size_t i;
+  int waiting = 0;
+  for (i = 0; i < d->cmd.nr; i++) {
+    const struct repl_rec *r = &d->cmd.r[i];
+    const struct carp_nodeclaim *nc;
+    if (r->failed)
+      return "the replacement could not be created";
+    nc = carp_cluster_nodeclaim(c->env.cluster, r->name);
+    if (!nc || strcmp(nc->meta.uid, r->uid) || nc->meta.deletion_ms) {
+      if (nc || now - d->cmd.launched_ms >= REPLACEMENT_SEEN_MS)
+        return "the replacement NodeClaim was deleted before it initialized";
+      waiting = 1;
+    } else if (!carp_conditions_is_true(&nc->status.conditions,
+                                        CARP_COND_INITIALIZED)) {
+      if (now - d->cmd.launched_ms >= (int64_t)d->o.command_timeout_ms)
+        return "the replacement did not initialize in time";
+      waiting = 1;
+    }
+  }
+  return waiting ? NULL : "";
+}
+
 int carp__dis_progress(struct carp_disruption *d, int64_t now)
 {
   struct carp_controller *c = &d->base;
   if (d->state == ST_LAUNCHING && !d->cmd.creating) {
-    const struct carp_nodeclaim *nc =
-        carp_cluster_nodeclaim(c->env.cluster, d->cmd.repl_name);
-    const char *why;
-    if (!nc || strcmp(nc->meta.uid, d->cmd.repl_uid) || nc->meta.deletion_ms) {
-      if (nc || now - d->cmd.launched_ms >= REPLACEMENT_SEEN_MS) {
-        rollback(d, "the replacement NodeClaim was deleted before it "
-                    "initialized");
-        return 1;
-      }
-      return 0;
-    }
-    if (!carp_conditions_is_true(&nc->status.conditions,
-                                 CARP_COND_INITIALIZED)) {
-      if (now - d->cmd.launched_ms >= (int64_t)d->o.command_timeout_ms) {
-        rollback(d, "the replacement did not initialize in time");
-        return 1;
-      }
+    const char *why = replacements_up(d, now);
+    if (!why) {
       if (!d->cmd.repl_waiting_said) {
         d->cmd.repl_waiting_said = 1;
         cand_events(d, "DisruptionWaitingReadiness",
@@ -456,8 +509,11 @@ int carp__dis_progress(struct carp_disruption *d, int64_t now)
       }
       return 0;
     }
-    why = still_fits(d, now);
-    if (why) {
+    /* A static pool's replacements stand for their candidates whatever
+     * the pods do; a consolidation's must still hold their pods. */
+    if (!*why && !d->cmd.repl.in_place)
+      why = still_fits(d, now);
+    if (why && *why) {
       rollback(d, why);
       return 1;
     }

@@ -7,9 +7,9 @@
  * the drifted node that drifted first whose pods have room elsewhere or on
  * one new node of any price (a replacement need not be cheaper: the node
  * goes because it is not what its NodePool would make now). A static
- * pool's drifted nodes go like empty ones, as many as the budget allows:
- * static.provisioning launches the template's replacements once it sees
- * the deletes.
+ * pool's drifted nodes come first, replaced in place: as many as the
+ * budget allows, each by a NodeClaim of the pool's template launched and
+ * initialized before it goes (execute.c).
  *
  * Multi-node consolidation looks at every candidate, not the first 100:
  * a binary search over the candidates in disruption-cost order finds the
@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../provisioning/claim.h"
 #include "carpenter/alloc.h"
 #include "carpenter/log.h"
 #include "disruption_int.h"
@@ -223,6 +224,73 @@ static void command_of(struct dis_command *cmd, enum dis_method method,
   cmd->score = -1;
 }
 
+#define AT_NODE_LIMIT                                                          \
+  "static NodePool is at its node limit and cannot stage a replacement"
+
+/* The drifted candidates of the first static pool, in drift order, that
+ * can replace any now (Karpenter's StaticDrift): one NodeClaim of the
+ * pool's template each, launched before they go (the scheduler never
+ * places pods on a static pool, so nothing is simulated), as many as the
+ * Drifted budget allows and limits.nodes leaves room for; none while the
+ * pool has more NodeClaims than replicas (scaling down comes first). */
+static int static_drift(const struct carp_cluster *c,
+                        const struct dis_analysis *a, const size_t *order,
+                        size_t n, struct dis_command *cmd,
+                        struct dis_notes *notes)
+{
+  uint8_t *tried = carp_calloc(a->npools + 1, 1);
+  size_t *idx = carp_calloc(n + 1, sizeof(size_t));
+  size_t i, j, k = 0;
+  int found = 0;
+  for (i = 0; i < n && !found; i++) {
+    size_t p = a->cands[order[i]].pool;
+    const struct carp_nodepool *np = a->pools[p].np;
+    int64_t want = a->pools[p].allowed[CARP_DISRUPT_DRIFTED], limit;
+    struct carp_pool_count cnt;
+    struct carp_buf body;
+    if (!np->has_replicas || tried[p])
+      continue;
+    tried[p] = 1;
+    carp_cluster_nodepool_count(c, np->meta.name, &cnt);
+    if (!want || cnt.active > np->replicas ||
+        !carp_conditions_is_true(&np->status.conditions, CARP_COND_READY))
+      continue;
+    if (carp_nodepool_limit(np, "nodes", &limit) && limit - cnt.total < want)
+      want = limit - cnt.total;
+    for (j = i, k = 0; j < n; j++) {
+      const struct dis_cand *cd = &a->cands[order[j]];
+      if (cd->pool != p)
+        continue;
+      if (want > 0 && k < (size_t)want) {
+        idx[k++] = order[j];
+      } else if (want <= 0) {
+        struct dis_note *x = note(notes, cd, AT_NODE_LIMIT);
+        if (x)
+          x->drift = 1;
+      }
+    }
+    if (!k)
+      continue;
+    carp_buf_init(&body, CARP_BUF_UNLIMITED);
+    if (carp_prov_claim_encode_pool(c, np, "__NAME__", &body)) {
+      CARP_LOG_WARN("disruption", "cannot encode a static replacement",
+                    CARP_F_STR("nodepool", np->meta.name));
+      carp_buf_free(&body);
+      continue;
+    }
+    command_of(cmd, DIS_DRIFT, CARP_DISRUPT_DRIFTED, idx, k);
+    idx = NULL;
+    cmd->plan.decision = DIS_REPLACE;
+    cmd->plan.repl.nodepool = carp_strdup(np->meta.name);
+    cmd->plan.repl.body = carp_buf_steal(&body, NULL);
+    cmd->plan.repl.in_place = 1;
+    found = 1;
+  }
+  carp_free(tried);
+  carp_free(idx);
+  return found;
+}
+
 static int drift(const struct carp_cluster *c, struct carp_provider *provider,
                  const struct dis_analysis *a, struct dis_command *cmd,
                  struct dis_notes *notes)
@@ -238,13 +306,15 @@ static int drift(const struct carp_cluster *c, struct carp_provider *provider,
       order[n++] = i;
   by_drift_a = a;
   qsort(order, n, sizeof(size_t), by_drift_time);
+  if (static_drift(c, a, order, n, cmd, notes)) {
+    carp_free(taken);
+    carp_free(order);
+    carp_free(idx);
+    return 1;
+  }
   for (i = 0; i < n; i++) {
     const struct dis_cand *cd = &a->cands[order[i]];
-    /* A static pool's node is deleted like an empty one: its pool's
-     * static.provisioning launches the template's replacement as soon as
-     * the delete is seen (the scheduler never places pods on a static
-     * pool, so no simulated replacement could be found for it). */
-    if ((!cd->empty && !a->pools[cd->pool].np->has_replicas) ||
+    if (!cd->empty || a->pools[cd->pool].np->has_replicas ||
         taken[cd->pool] >= a->pools[cd->pool].allowed[CARP_DISRUPT_DRIFTED])
       continue;
     taken[cd->pool]++;

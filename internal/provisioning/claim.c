@@ -54,12 +54,13 @@ static void class_hash(const struct carp_cluster *c,
 
 int carp_prov_claim_encode_pool(const struct carp_cluster *c,
                                 const struct carp_nodepool *pool,
-                                struct carp_buf *body)
+                                const char *name, struct carp_buf *body)
 {
   struct carp_nodeclaim_create in;
   struct carp_kv kv[2];
   memset(&in, 0, sizeof(in));
   in.pool = pool;
+  in.name = name;
   in.requirements = pool->tmpl.requirements;
   in.nrequirements = pool->tmpl.nrequirements;
   class_hash(c, pool, kv, &in);

@@ -31,9 +31,10 @@ int carp_prov_claim_encode(struct carp_prov_problem *pr,
 /* The create body of a NodeClaim of pool's template alone (static
  * NodePools: no pods, so no requests; the provider launches the cheapest
  * instance type the template's requirements allow), with the class hash
- * annotations, named by generateName "<pool>-". */
+ * annotations, named name, or by generateName "<pool>-" when name is
+ * NULL. */
 int carp_prov_claim_encode_pool(const struct carp_cluster *c,
                                 const struct carp_nodepool *pool,
-                                struct carp_buf *body);
+                                const char *name, struct carp_buf *body);
 
 #endif

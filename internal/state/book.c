@@ -43,6 +43,7 @@ struct book {
   struct carp_map targets;     /* target -> count (intptr) */
   struct carp_map activity;    /* node name (interned) -> int64 ms */
   struct carp_map marks;       /* nodeclaim name -> name copy */
+  struct carp_map replaced;    /* nodeclaim name -> name copy */
   struct carp_clock *clock;    /* NULL: the system clock */
   struct carp_vbook *virt;     /* virtual.c */
   uv_timer_t sweep;
@@ -327,15 +328,29 @@ int64_t carp_cluster_last_pod_event(const struct carp_cluster *c,
 
 /* ---- marks ---- */
 
+static void mark_put(struct carp_map *m, const char *nodeclaim)
+{
+  char *copy;
+  if (carp_map_gets(m, nodeclaim))
+    return;
+  copy = carp_strdup(nodeclaim);
+  carp_map_puts(m, copy, copy);
+}
+
+static void marks_free(struct carp_map *m)
+{
+  struct carp_map_iter it;
+  void *v;
+  carp_map_iter_init(&it);
+  while (carp_map_next(m, &it, NULL, NULL, &v))
+    carp_free(v);
+  carp_map_free(m);
+}
+
 void carp_cluster_mark_for_deletion(struct carp_cluster *c,
                                     const char *nodeclaim)
 {
-  struct book *b = book_of(c);
-  char *copy;
-  if (carp_map_gets(&b->marks, nodeclaim))
-    return;
-  copy = carp_strdup(nodeclaim);
-  carp_map_puts(&b->marks, copy, copy);
+  mark_put(&book_of(c)->marks, nodeclaim);
 }
 
 void carp_cluster_unmark(struct carp_cluster *c, const char *nodeclaim)
@@ -346,6 +361,46 @@ void carp_cluster_unmark(struct carp_cluster *c, const char *nodeclaim)
 int carp_cluster_is_marked(const struct carp_cluster *c, const char *nodeclaim)
 {
   return carp_map_gets(&book_of(c)->marks, nodeclaim) != NULL;
+}
+
+void carp_cluster_mark_replaced(struct carp_cluster *c, const char *nodeclaim)
+{
+  mark_put(&book_of(c)->replaced, nodeclaim);
+}
+
+void carp_cluster_unmark_replaced(struct carp_cluster *c, const char *nodeclaim)
+{
+  carp_free(carp_map_dels(&book_of(c)->replaced, nodeclaim));
+}
+
+int carp_cluster_is_replaced(const struct carp_cluster *c,
+                             const char *nodeclaim)
+{
+  return carp_map_gets(&book_of(c)->replaced, nodeclaim) != NULL;
+}
+
+void carp_cluster_nodepool_count(const struct carp_cluster *c,
+                                 const char *nodepool,
+                                 struct carp_pool_count *out)
+{
+  struct carp_objmeta *const *claims;
+  struct carp_resources usage;
+  int64_t deleting = 0;
+  size_t n, i;
+  memset(out, 0, sizeof(*out));
+  carp_cluster_nodepool_usage(c, nodepool, &usage, &out->total);
+  carp_resources_cleanup(&usage);
+  claims = carp_cluster_nodeclaims_of_pool(c, nodepool, &n);
+  for (i = 0; i < n; i++) {
+    const char *name = claims[i]->name;
+    if (claims[i]->deletion_ms) {
+      deleting++;
+      continue;
+    }
+    if (!carp_cluster_is_marked(c, name) && !carp_cluster_is_replaced(c, name))
+      out->running++;
+  }
+  out->active = out->total - deleting;
 }
 
 /* ---- informer handlers ---- */
@@ -416,6 +471,7 @@ static void claim_deleted(struct carp_objmeta *obj, void *arg)
   struct carp_cluster *c = arg;
   drop_expect(book_of(c), obj->name);
   carp_cluster_unmark(c, obj->name);
+  carp_cluster_unmark_replaced(c, obj->name);
 }
 
 static void on_sweep(uv_timer_t *t)
@@ -478,6 +534,7 @@ void carp__cluster_book_init(struct carp_cluster *c,
   carp_map_init(&b->targets);
   carp_map_init(&b->activity);
   carp_map_init(&b->marks);
+  carp_map_init(&b->replaced);
   b->virt = carp__vbook_new();
   c->priv = b;
   carp_informer_add_handlers(c->pods, &ph);
@@ -520,10 +577,8 @@ void carp__cluster_book_free(struct carp_cluster *c)
     carp_free(v);
   }
   carp_map_free(&b->activity);
-  carp_map_iter_init(&it);
-  while (carp_map_next(&b->marks, &it, NULL, NULL, &v))
-    carp_free(v);
-  carp_map_free(&b->marks);
+  marks_free(&b->marks);
+  marks_free(&b->replaced);
   carp__vbook_free(b->virt);
   b->virt = NULL;
   c->priv = NULL;

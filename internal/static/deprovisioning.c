@@ -1,8 +1,9 @@
 /* deprovisioning.c: the static.deprovisioning controller (Karpenter's): a
  * static NodePool with more running NodeClaims than replicas loses the
- * extra ones, in Karpenter's order - not launched yet, then nodes with no
- * pod to move (and none that must not be disrupted), then the cheapest to
- * disrupt, nodes with do-not-disrupt pods last.
+ * extra ones (a drifted node being replaced is not counted: its
+ * replacement stands for it), in Karpenter's order - not launched yet, then
+ * nodes with no pod to move (and none that must not be disrupted), then the
+ * cheapest to disrupt, nodes with do-not-disrupt pods last.
  *
  * Each chosen NodeClaim is marked for deletion in the cluster state
  * before its delete is sent (so a reconcile that runs before the cache
@@ -117,7 +118,7 @@ static void reconcile(struct carp_controller *c, const char *key)
 {
   const struct carp_nodepool *np = carp_cluster_nodepool(c->env.cluster, key);
   struct carp_objmeta *const *claims;
-  struct static_count n;
+  struct carp_pool_count n;
   struct cand *cands;
   struct batch *b;
   size_t nclaims, ncands = 0, i;
@@ -127,7 +128,7 @@ static void reconcile(struct carp_controller *c, const char *key)
     carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
     return;
   }
-  carp__static_count(c->env.cluster, key, &n);
+  carp_cluster_nodepool_count(c->env.cluster, key, &n);
   excess = n.running - np->replicas;
   if (excess <= 0) {
     carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
@@ -137,8 +138,11 @@ static void reconcile(struct carp_controller *c, const char *key)
   cands = carp_calloc(nclaims + 1, sizeof(*cands));
   for (i = 0; i < nclaims; i++) {
     const struct carp_nodeclaim *nc = (const struct carp_nodeclaim *)claims[i];
+    /* A drifted NodeClaim being replaced goes when its replacement is
+     * up; the replacement counts in its place. */
     if (nc->meta.deletion_ms ||
-        carp_cluster_is_marked(c->env.cluster, nc->meta.name))
+        carp_cluster_is_marked(c->env.cluster, nc->meta.name) ||
+        carp_cluster_is_replaced(c->env.cluster, nc->meta.name))
       continue;
     cands[ncands].nc = nc;
     rank_of(c, &cands[ncands]);

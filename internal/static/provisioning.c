@@ -72,7 +72,7 @@ static void reconcile(struct carp_controller *c, const char *key)
 {
   const struct carp_nodepool *np = carp_cluster_nodepool(c->env.cluster, key);
   struct carp_kube_ref ref = carp_ref_nodeclaim(NULL, NULL);
-  struct static_count n;
+  struct carp_pool_count n;
   struct carp_buf body;
   struct batch *b;
   int64_t want, limit, i;
@@ -82,7 +82,7 @@ static void reconcile(struct carp_controller *c, const char *key)
     carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
     return;
   }
-  carp__static_count(c->env.cluster, key, &n);
+  carp_cluster_nodepool_count(c->env.cluster, key, &n);
   want = np->replicas - n.active;
   if (want > 0 && carp_nodepool_limit(np, "nodes", &limit) &&
       n.total + want > limit) {
@@ -104,7 +104,7 @@ static void reconcile(struct carp_controller *c, const char *key)
     return;
   }
   carp_buf_init(&body, CARP_BUF_UNLIMITED);
-  if (carp_prov_claim_encode_pool(c->env.cluster, np, &body)) {
+  if (carp_prov_claim_encode_pool(c->env.cluster, np, NULL, &body)) {
     CARP_LOG_ERROR("static", "cannot encode nodeclaim",
                    CARP_F_STR("nodepool", key));
     carp_buf_free(&body);

@@ -1,6 +1,6 @@
 /* static.c: what the static NodePool controllers share (see
- * static_int.h): the pools they act on, the count of a pool's
- * NodeClaims, and the events that queue a pool. */
+ * static_int.h): the pools they act on and the events that queue a
+ * pool. */
 #include <string.h>
 
 #include "carpenter/nodeclass.h"
@@ -13,33 +13,6 @@ int carp__static_pool(const struct carp_nodepool *np)
          !carp_nodepool_mode_switched(np) &&
          !strcmp(np->tmpl.node_class_ref.kind, CARP_NODECLASS_KIND) &&
          !strcmp(np->tmpl.node_class_ref.group, CARP_NODECLASS_GROUP);
-}
-
-void carp__static_count(const struct carp_cluster *c, const char *pool,
-                        struct static_count *out)
-{
-  struct carp_objmeta *const *claims;
-  struct carp_resources usage;
-  int64_t deleting = 0;
-  size_t n, i;
-  memset(out, 0, sizeof(*out));
-  /* Every NodeClaim of the pool, with those created but not in the cache
-   * yet: what limits.nodes counts, as the provisioner counts it. */
-  carp_cluster_nodepool_usage(c, pool, &usage, &out->total);
-  carp_resources_cleanup(&usage);
-  claims = carp_cluster_nodeclaims_of_pool(c, pool, &n);
-  for (i = 0; i < n; i++) {
-    const struct carp_nodeclaim *nc = (const struct carp_nodeclaim *)claims[i];
-    if (nc->meta.deletion_ms) {
-      deleting++;
-      continue;
-    }
-    if (!carp_cluster_is_marked(c, nc->meta.name))
-      out->running++;
-  }
-  /* Created but not seen yet count as active (the provisioning side);
-   * running is what deprovisioning can see and delete. */
-  out->active = out->total - deleting;
 }
 
 void carp__static_map_pool(struct carp_controller *c,

@@ -1,6 +1,6 @@
 /* static_int.h: what the two static NodePool controllers share: which
- * pools they act on, how they count a pool's NodeClaims, and the event
- * maps that queue a pool. */
+ * pools they act on and the event maps that queue a pool (the count of a
+ * pool's NodeClaims is the cluster state's carp_cluster_nodepool_count). */
 #ifndef CARP_STATIC_INT_H
 #define CARP_STATIC_INT_H
 
@@ -12,14 +12,6 @@
 /* A static pool the controllers may act on: replicas set, valid, not
  * being deleted, its mode not switched, a carpenter.dev class. */
 int carp__static_pool(const struct carp_nodepool *np);
-
-struct static_count {
-  int64_t total;   /* every NodeClaim, deleting and not-yet-seen ones too */
-  int64_t active;  /* not being deleted (marked ones included) */
-  int64_t running; /* not being deleted, not marked */
-};
-void carp__static_count(const struct carp_cluster *c, const char *pool,
-                        struct static_count *out);
 
 /* A NodePool event queues the pool (not a delete); a NodeClaim event
  * queues its pool. */
