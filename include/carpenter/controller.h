@@ -251,6 +251,11 @@ void carp_write_done_until_event(struct carp_controller *c, const char *key,
  * consolidation_policy, termination_mode}: every controller that takes a
  * NodeClaim away counts it here (NULL without a registry). */
 struct carp_metric *carp_metric_nodeclaims_disrupted(struct carp_metrics *m);
+/* karpenter_nodeclaims_created_total{reason, nodepool, min_values_relaxed}:
+ * every controller that creates a NodeClaim counts it here, reason
+ * "provisioning" or the disruption reason of a replacement (NULL without
+ * a registry). */
+struct carp_metric *carp_metric_nodeclaims_created(struct carp_metrics *m);
 
 /* The references of the kinds controllers write. */
 struct carp_kube_ref carp_ref_nodeclaim(const char *name, const char *sub);

@@ -401,3 +401,14 @@ struct carp_metric *carp_metric_nodeclaims_disrupted(struct carp_metrics *m)
       CARP_LABELS("reason", "nodepool", "capacity_type", "consolidation_policy",
                   "termination_mode"));
 }
+
+struct carp_metric *carp_metric_nodeclaims_created(struct carp_metrics *m)
+{
+  if (!m)
+    return NULL;
+  return carp_metrics_counter(
+      m, "karpenter_nodeclaims_created_total",
+      "Number of nodeclaims created in total by Karpenter. Labeled by "
+      "reason the nodeclaim was created and the owning nodepool.",
+      CARP_LABELS("reason", "nodepool", "min_values_relaxed"));
+}

@@ -62,6 +62,7 @@ struct carp_disruption {
   struct carp_map blocked;  /* nodepool (copy) -> last DisruptionBlocked */
   struct carp_map unconsol; /* nodeclaim (copy) -> last Unconsolidatable */
   struct carp_metric *m_disrupted;
+  struct carp_metric *m_created;
   struct carp_metric *m_decisions;
   struct carp_metric *m_decisions_pool;
   struct carp_metric *m_eligible;

@@ -345,6 +345,10 @@ static void on_replacement_created(struct carp_controller *c, const char *key,
   uid = carp_json_str(res->body, "metadata", "uid", NULL);
   r->uid = carp_strdup(uid ? uid : "");
   d->cmd.launched_ms = carp_controller_now(c);
+  carp_metric_add(d->m_created,
+                  CARP_VALUES(carp__dis_reason_label(d->cmd.reason),
+                              d->cmd.repl.nodepool, "false"),
+                  1);
   CARP_LOG_INFO(
       "disruption", "created replacement nodeclaim",
       CARP_F_STR("nodeclaim", r->name),

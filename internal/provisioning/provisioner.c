@@ -610,11 +610,7 @@ int carp_provisioner_new(const struct carp_controller_env *env,
         m, "karpenter_scheduler_unschedulable_pods_count",
         "The number of unschedulable Pods.", CARP_METRIC_UNTYPED,
         CARP_LABELS("controller"), stream_unschedulable, p);
-    p->m_created = carp_metrics_counter(
-        m, "karpenter_nodeclaims_created_total",
-        "Number of nodeclaims created in total by Karpenter. Labeled by "
-        "reason the nodeclaim was created and the owning nodepool.",
-        CARP_LABELS("reason", "nodepool", "min_values_relaxed"));
+    p->m_created = carp_metric_nodeclaims_created(m);
     p->m_waiting = carp_metrics_stream(
         m, "carpenter_provisioner_pods_waiting_for_node",
         "Pods provisioned for that have not bound to their node well after "

@@ -162,12 +162,7 @@ int carp_static_provisioning_new(const struct carp_controller_env *env,
                         carp__static_map_pool);
   carp_controller_watch(&s->base, env->cluster->nodeclaims,
                         carp__static_map_claim);
-  if (env->metrics)
-    s->m_created = carp_metrics_counter(
-        env->metrics, "karpenter_nodeclaims_created_total",
-        "Number of nodeclaims created in total by Karpenter. Labeled by "
-        "reason the nodeclaim was created and the owning nodepool.",
-        CARP_LABELS("reason", "nodepool", "min_values_relaxed"));
+  s->m_created = carp_metric_nodeclaims_created(env->metrics);
   *out = &s->base;
   return 0;
 }

@@ -4,8 +4,10 @@ and pve-sim, in one Carpenter run.
 - "fixed", a static NodePool of 3 (2-vCPU nodes): three nodes come up;
   `kubectl scale nodepool fixed --replicas 5` brings two more, which stay
   although they are empty (static nodes are never consolidated); scaled to
-  2, three go (NodeClaim, Node and VM); a template change drifts the two
-  left, replaced one at a time (a Drifted budget of 1).
+  2, three go (NodeClaim, Node and VM); with a pod on each, a template
+  change drifts the two left, replaced one at a time (a Drifted budget of
+  1), each replacement initialized before its drifted node is deleted,
+  and no pod ever waits for a node (no FailedScheduling).
 - "roomy", a NodePool of 4-vCPU nodes capped at 16 CPUs, and a
   CapacityBuffer of 4 chunks of 1.5 CPU pinned to it (two nodes' worth):
   the room comes up and is kept (consolidation runs every second and
@@ -15,8 +17,14 @@ and pve-sim, in one Carpenter run.
   and the limit stops the refill (the buffer says so)."""
 import time
 
-from e2elib import E2ETest, nodepool_yaml, wait_until
+from e2elib import (E2ETest, deployment_yaml, nodepool_yaml, parse_time,
+                    wait_until)
 from sims import CAPACITYBUFFER_CRD
+
+
+def initialized(claim):
+    return any(c["type"] == "Initialized" and c["status"] == "True"
+               for c in claim.get("status", {}).get("conditions", []))
 
 
 def chunk_spec(pool):
@@ -143,28 +151,61 @@ class HeadroomTest(E2ETest):
                                        controller="static.deprovisioning"),
                            0)
 
-        # A template change drifts both: replaced one at a time (budget 1).
+        # A pod on each node (1.2 CPU: one per 2-vCPU node), then a
+        # template change drifts both: replaced one at a time (budget 1),
+        # each replacement launched and initialized before its drifted
+        # node is touched, so no pod ever waits for a node.
+        self.apply(deployment_yaml("steady", "fixed", replicas=2,
+                                   cpu="1200m"))
+        self.wait_running("steady", 2, timeout=30)
         old = kept
+        since = time.time() - 1  # events carry whole seconds
+        start = time.monotonic()
         self.kubectl("patch", "nodepool", "fixed", "--type=merge", "-p",
                      '{"spec":{"template":{"metadata":{"labels":'
                      '{"team":"blue"}}}}}')
         most = 0
+        early = []
 
         def replaced():
             nonlocal most
             claims = self.claims_of_pool("fixed")
-            most = max(most, len([c for c in claims
-                                  if c["metadata"].get("deletionTimestamp")]))
-            if any(c["metadata"]["name"] in old for c in claims):
+            names = {c["metadata"]["name"] for c in claims}
+            going = [c for c in claims if c["metadata"]["name"] in old and
+                     c["metadata"].get("deletionTimestamp")]
+            up = [c for c in claims if c["metadata"]["name"] not in old and
+                  initialized(c)]
+            most = max(most, len(going))
+            # Every drifted node deleting or gone has its replacement up.
+            if len(up) < len(going) + len(old - names):
+                early.append(sorted(names))
+            if old & names:
                 return None
             return self.ready_nodes("fixed", 2)
         fresh = wait_until(replaced, 90, interval=0.5,
                            what="both drifted static nodes replaced")
+        print("static drift: 2 nodes replaced in %.1f s" %
+              (time.monotonic() - start))
+        self.assertEqual(early, [])
         self.assertLessEqual(most, 1)
         for c in fresh:
             self.assertEqual(c["metadata"]["labels"].get("team"), "blue")
         self.assertEqual(self.metric("karpenter_nodeclaims_disrupted_total",
                                      reason="drifted", nodepool="fixed"), 2)
+        self.assertEqual(self.metric("karpenter_nodeclaims_created_total",
+                                     nodepool="fixed"), 7)
+        pods = self.wait_running("steady", 2, timeout=30)
+        fresh_nodes = {c["status"]["nodeName"] for c in fresh}
+        for p in pods:
+            self.assertIn(p["spec"]["nodeName"], fresh_nodes)
+        # Replacement first: no evicted pod ever waited for a node.
+        self.assertEqual([e for e in self.events(kind="Pod",
+                                                 reason="FailedScheduling")
+                          if e["involvedObject"]["name"].startswith("steady")
+                          and parse_time(e.get("lastTimestamp") or
+                                         e["firstTimestamp"]) > since],
+                         [])
+        self.kubectl("delete", "deployment", "steady")
 
     # ---- CapacityBuffer ----
 

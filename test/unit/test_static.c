@@ -483,6 +483,11 @@ static void test_drifted_nodes_replaced_first(void **state)
                          (const char *const[]){"drifted", "static", "on-demand",
                                                "WhenEmptyOrUnderutilized",
                                                "graceful", NULL}) == 2);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_nodeclaims_created_total",
+                 (const char *const[]){"reason=\"drifted\"",
+                                       "nodepool=\"static\"", NULL}),
+      2);
   kit_close(&k);
 }
 
