@@ -211,8 +211,8 @@ static void test_deleted_claim_replaced_marked_counted(void **state)
   /* Deleted by someone (expiration, a user): replaced at once. */
   kit_delete(&k, "NodeClaim", names[0]);
   assert_int_equal(creates(&k), 3);
-  /* Marked by a disruption decision (drift replaces it): counted as
-   * there, so neither side acts. */
+  /* Marked for deletion by a disruption command (not deleted yet):
+   * counted as there, so neither side acts. */
   carp_cluster_mark_for_deletion(k.cluster, names[1]);
   kit_patch(&k, "NodePool", "static", "{spec: {replicas: 2}}");
   kit_advance(&k, 2 * 60 * SEC);
