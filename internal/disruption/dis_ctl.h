@@ -55,6 +55,7 @@ struct carp_disruption {
   struct carp_map blocked;  /* nodepool (copy) -> last DisruptionBlocked */
   struct carp_map unconsol; /* nodeclaim (copy) -> last Unconsolidatable */
   struct carp_metric *m_disrupted;
+  struct carp_metric *m_pods_disrupted;
   struct carp_metric *m_decisions;
   struct carp_metric *m_decisions_pool;
   struct carp_metric *m_eligible;

@@ -424,6 +424,7 @@ static const double score_buckets[] = {0.1, 0.25, 0.5, 0.75, 1,
 static void register_metrics(struct carp_disruption *d, struct carp_metrics *m)
 {
   d->m_disrupted = carp_metric_nodeclaims_disrupted(m);
+  d->m_pods_disrupted = carp_metric_pods_disruption_initiated(m);
   d->m_decisions = carp_metrics_counter(
       m, "karpenter_voluntary_disruption_decisions_total",
       "Number of disruption decisions performed. Labeled by disruption "
