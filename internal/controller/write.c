@@ -402,7 +402,8 @@ struct carp_metric *carp_metric_nodeclaims_disrupted(struct carp_metrics *m)
                   "termination_mode"));
 }
 
-struct carp_metric *carp_metric_pods_disruption_initiated(struct carp_metrics *m)
+struct carp_metric *
+carp_metric_pods_disruption_initiated(struct carp_metrics *m)
 {
   if (!m)
     return NULL;

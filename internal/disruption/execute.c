@@ -183,8 +183,8 @@ static void on_claim_deleted(struct carp_controller *c, const char *key,
                                   "graceful",
                                   NULL};
     carp_metric_add(d->m_disrupted, values, 1);
-    carp_metric_pods_disrupted_add(d->m_pods_disrupted, c->env.cluster,
-                                   r->node, values);
+    carp_metric_pods_disrupted_add(d->m_pods_disrupted, c->env.cluster, r->node,
+                                   values);
   }
   cand_finished(d);
 }

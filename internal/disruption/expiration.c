@@ -66,8 +66,8 @@ static void reconcile(struct carp_controller *c, const char *key)
         "expired",
         pool ? pool : "",
         ct ? ct : "",
-        carp__dis_policy_name(
-            pool ? carp_cluster_nodepool(c->env.cluster, pool) : NULL),
+        carp__dis_policy_name(pool ? carp_cluster_nodepool(c->env.cluster, pool)
+                                   : NULL),
         "forceful",
         NULL};
     carp_metric_add(e->m_disrupted, values, 1);

@@ -50,7 +50,7 @@ struct claim_mem {
    * ends its reconcile as a success for the work queue). */
   struct carp_retry launch_retry;
   struct carp_retry del_retry; /* failed VM deletes, likewise */
-  int claim_deleted; /* a failed launch deleted it: never launched again */
+  int claim_deleted;      /* a failed launch deleted it: never launched again */
   int instance_gone_told; /* instance termination duration observed */
   /* For the termination duration, kept while the finalizer's removal is
    * in flight: the NodeClaim's deletion time and NodePool. */

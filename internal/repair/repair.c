@@ -198,8 +198,8 @@ static void delete_claim(struct repair *r, const struct carp_node *n,
   forget(r, key);
   entry_put(&r->deleting, key)->uid = carp_strdup(nc->meta.uid);
   {
-    const char *const values[] = {"unhealthy", pool ? pool : "", ct, "",
-                                  "forceful",  NULL};
+    const char *const values[] = {"unhealthy", pool ? pool : "", ct,
+                                  "",          "forceful",       NULL};
     carp_metric_add(r->m_disrupted, values, 1);
     carp_metric_pods_disrupted_add(r->m_pods_disrupted, c->env.cluster,
                                    n->meta.name, values);

@@ -494,11 +494,11 @@ static void test_expiration_exact(void **state)
                                           "termination_mode=\"forceful\"")),
                    1);
   /* Its one pod (the DaemonSet's stays) is to move. */
-  assert_int_equal(kit_metric(&k, "karpenter_pods_disruption_initiated_total",
-                              CARP_VALUES("reason=\"expired\"",
-                                          "nodepool=\"default\"",
-                                          "termination_mode=\"forceful\"")),
-                   1);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_pods_disruption_initiated_total",
+                 CARP_VALUES("reason=\"expired\"", "nodepool=\"default\"",
+                             "termination_mode=\"forceful\"")),
+      1);
   kit_close(&k);
 }
 

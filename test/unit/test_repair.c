@@ -93,10 +93,10 @@ static void test_repaired_after_the_toleration(void **state)
                  (const char *const[]){"unhealthy", "default", "on-demand", "",
                                        "forceful", NULL}) == 1);
   /* The two pods of the sick node, not the other node's. */
-  assert_true(
-      kit_metric(&k, "karpenter_pods_disruption_initiated_total",
-                 (const char *const[]){"reason=\"unhealthy\"", "default",
-                                       "forceful", NULL}) == 2);
+  assert_true(kit_metric(&k, "karpenter_pods_disruption_initiated_total",
+                         (const char *const[]){"reason=\"unhealthy\"",
+                                               "default", "forceful", NULL}) ==
+              2);
   assert_false(deleting(&k, "well") || deleting(&k, "fine") ||
                deleting(&k, "good") || deleting(&k, "okay"));
   kit_close(&k);
