@@ -85,5 +85,9 @@ struct carp_price_book *carp_price_book_new(const struct carp_cluster *c,
 double carp_price_book_claim(struct carp_price_book *b,
                              const struct carp_nodeclaim *nc);
 void carp_price_book_free(struct carp_price_book *b);
+/* The price of type among t in zone (the type's price when the zone has
+ * no offering of it, or zone is NULL), or -1 when t has no such type. */
+double carp_instance_type_price(const struct carp_provider_instance_types *t,
+                                const char *type, const char *zone);
 
 #endif

@@ -62,17 +62,11 @@ types_of(struct carp_price_book *b, const char *cls, const char *pool)
   return l->ok ? &l->types : NULL;
 }
 
-double carp_price_book_claim(struct carp_price_book *b,
-                             const struct carp_nodeclaim *nc)
+double carp_instance_type_price(const struct carp_provider_instance_types *t,
+                                const char *type, const char *zone)
 {
-  const char *type = carp_kvset_get(nc->meta.labels, CARP_LABEL_INSTANCE_TYPE);
-  const char *zone = carp_kvset_get(nc->meta.labels, CARP_LABEL_ZONE);
-  const struct carp_provider_instance_types *t;
   size_t i, j;
-  if (!type || !nc->spec.node_class_ref.name)
-    return -1;
-  t = types_of(b, nc->spec.node_class_ref.name, carp_nodeclaim_nodepool(nc));
-  for (i = 0; t && i < t->n; i++) {
+  for (i = 0; t && type && i < t->n; i++) {
     if (strcmp(t->v[i].name, type))
       continue;
     for (j = 0; zone && j < t->v[i].nofferings; j++)
@@ -81,6 +75,17 @@ double carp_price_book_claim(struct carp_price_book *b,
     return t->v[i].price;
   }
   return -1;
+}
+
+double carp_price_book_claim(struct carp_price_book *b,
+                             const struct carp_nodeclaim *nc)
+{
+  const char *type = carp_kvset_get(nc->meta.labels, CARP_LABEL_INSTANCE_TYPE);
+  if (!type || !nc->spec.node_class_ref.name)
+    return -1;
+  return carp_instance_type_price(
+      types_of(b, nc->spec.node_class_ref.name, carp_nodeclaim_nodepool(nc)),
+      type, carp_kvset_get(nc->meta.labels, CARP_LABEL_ZONE));
 }
 
 void carp_price_book_free(struct carp_price_book *b)
