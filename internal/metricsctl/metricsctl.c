@@ -368,10 +368,12 @@ static struct carp_metric *stream(struct carp_metricsctl *m, const char *name,
                                   const char *help, const char *const *labels,
                                   carp_metrics_stream_cb cb)
 {
-  /* Karpenter's gauge names ending in _count are exported untyped:
-   * promtool keeps that suffix for histograms and summaries. */
+  /* Karpenter's gauge names ending in _count or _total are exported
+   * untyped: promtool keeps those suffixes for histograms and summaries,
+   * and for counters. */
   size_t n = strlen(name);
-  enum carp_metric_type type = n > 6 && !strcmp(name + n - 6, "_count")
+  enum carp_metric_type type = n > 6 && (!strcmp(name + n - 6, "_count") ||
+                                         !strcmp(name + n - 6, "_total"))
                                    ? CARP_METRIC_UNTYPED
                                    : CARP_METRIC_GAUGE;
   struct carp_metric *f =
