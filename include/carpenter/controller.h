@@ -256,6 +256,17 @@ struct carp_metric *carp_metric_nodeclaims_disrupted(struct carp_metrics *m);
  * "provisioning" or the disruption reason of a replacement (NULL without
  * a registry). */
 struct carp_metric *carp_metric_nodeclaims_created(struct carp_metrics *m);
+/* karpenter_pods_disruption_initiated_total, with the same labels: the
+ * pods a disruption (a command, expiration, repair) starts to move, as
+ * Karpenter counts them next to the NodeClaim. */
+struct carp_metric *
+carp_metric_pods_disruption_initiated(struct carp_metrics *m);
+/* Adds to it the pods of node_name that must move (reschedulable, not
+ * finished); nothing when node_name is NULL or m is. */
+void carp_metric_pods_disrupted_add(struct carp_metric *m,
+                                    const struct carp_cluster *c,
+                                    const char *node_name,
+                                    const char *const *values);
 
 /* The references of the kinds controllers write. */
 struct carp_kube_ref carp_ref_nodeclaim(const char *name, const char *sub);

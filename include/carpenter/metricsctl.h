@@ -12,6 +12,10 @@
  *   karpenter_pods_state                               one series per pod
  *   karpenter_pods_startup_duration_seconds            summary
  *   karpenter_pods_bound_duration_seconds              histogram
+ *   karpenter_pods_unbound_time_seconds                {name, namespace},
+ *       pods not bound yet (capped like karpenter_pods_state)
+ *   karpenter_nodepools_cost_total                     {nodepool}, offering
+ *       prices of the pool's NodeClaims (env->provider's, overlays applied)
  *   karpenter_nodepools_usage, karpenter_nodepools_limit {nodepool,
  *       resource_type}
  *   karpenter_cluster_state_node_count, _synced, _unsynced_time_seconds

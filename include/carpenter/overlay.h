@@ -70,4 +70,24 @@ void carp_overlays_conflicts(const struct carp_nodeoverlay *const *ovs,
 int carp_nodeoverlay_controller_new(const struct carp_controller_env *env,
                                     struct carp_controller **out);
 
+/* The hourly price of NodeClaims' offerings, as the provisioner saw them
+ * (their NodePool's view of their class's types, NodeOverlays applied):
+ * the instance types are read once per (class, pool) and kept until the
+ * book is freed, so one pass over many NodeClaims asks the provider a few
+ * times only. Used by disruption (savings) and the cost metric. */
+struct carp_price_book;
+struct carp_price_book *carp_price_book_new(const struct carp_cluster *c,
+                                            struct carp_provider *provider,
+                                            const char *controller);
+/* The price of the claim's offering (its instance type in its zone; the
+ * type's price when the zone has none), or -1 when unknown: no instance
+ * type label, no class, or a type its class no longer offers. */
+double carp_price_book_claim(struct carp_price_book *b,
+                             const struct carp_nodeclaim *nc);
+void carp_price_book_free(struct carp_price_book *b);
+/* The price of type among t in zone (the type's price when the zone has
+ * no offering of it, or zone is NULL), or -1 when t has no such type. */
+double carp_instance_type_price(const struct carp_provider_instance_types *t,
+                                const char *type, const char *zone);
+
 #endif

@@ -412,3 +412,35 @@ struct carp_metric *carp_metric_nodeclaims_created(struct carp_metrics *m)
       "reason the nodeclaim was created and the owning nodepool.",
       CARP_LABELS("reason", "nodepool", "min_values_relaxed"));
 }
+
+struct carp_metric *
+carp_metric_pods_disruption_initiated(struct carp_metrics *m)
+{
+  if (!m)
+    return NULL;
+  return carp_metrics_counter(
+      m, "karpenter_pods_disruption_initiated_total",
+      "The number of pods that Karpenter has initiated disruption for. "
+      "Labeled by reason, nodepool, capacity type, consolidation policy and "
+      "termination mode.",
+      CARP_LABELS("reason", "nodepool", "capacity_type", "consolidation_policy",
+                  "termination_mode"));
+}
+
+void carp_metric_pods_disrupted_add(struct carp_metric *m,
+                                    const struct carp_cluster *c,
+                                    const char *node_name,
+                                    const char *const *values)
+{
+  struct carp_objmeta *const *pods;
+  size_t n, i, moving = 0;
+  if (!m || !node_name)
+    return;
+  pods = carp_cluster_pods_on_node(c, node_name, &n);
+  for (i = 0; i < n; i++) {
+    const struct carp_pod *p = (const struct carp_pod *)pods[i];
+    if (!carp_pod_is_terminal(p) && carp_pod_is_reschedulable(p))
+      moving++;
+  }
+  carp_metric_add(m, values, (double)moving);
+}

@@ -163,81 +163,6 @@ size_t carp__dis_pool_index(const struct dis_analysis *a, const char *name)
   return (size_t)-1;
 }
 
-/* ---- prices ---- */
-
-struct price_list {
-  const char *cls;  /* class name (borrowed) */
-  const char *pool; /* NodePool name (borrowed): NodeOverlays may match it */
-  struct carp_provider_instance_types types;
-  int ok;
-};
-
-struct prices {
-  struct price_list *v;
-  size_t n;
-};
-
-static const struct carp_provider_instance_types *
-types_of(struct prices *pl, const struct carp_cluster *c,
-         struct carp_provider *provider, const char *cls, const char *pool)
-{
-  const struct carp_nodeclass *nc;
-  const struct carp_nodepool *np;
-  struct price_list *l;
-  size_t i;
-  pool = pool ? pool : "";
-  for (i = 0; i < pl->n; i++)
-    if (!strcmp(pl->v[i].cls, cls) && !strcmp(pl->v[i].pool, pool))
-      return pl->v[i].ok ? &pl->v[i].types : NULL;
-  pl->v = carp_reallocarray(pl->v, pl->n + 1, sizeof(*pl->v));
-  l = &pl->v[pl->n++];
-  memset(l, 0, sizeof(*l));
-  l->cls = cls;
-  l->pool = pool;
-  nc = carp_cluster_nodeclass(c, cls);
-  np = carp_cluster_nodepool(c, pool);
-  /* The prices the provisioner saw: NodeOverlays of the pool applied. */
-  l->ok = provider && nc &&
-          !(np ? carp_overlays_instance_types(c, provider, "disruption", np, nc,
-                                              &l->types)
-               : carp_provider_instance_types(provider, "disruption", nc,
-                                              &l->types));
-  return l->ok ? &l->types : NULL;
-}
-
-static void prices_free(struct prices *pl)
-{
-  size_t i;
-  for (i = 0; i < pl->n; i++)
-    if (pl->v[i].ok)
-      carp_provider_instance_types_free(&pl->v[i].types);
-  carp_free(pl->v);
-}
-
-/* The price of the NodeClaim's offering, or -1 when unknown. */
-static double price_of(struct prices *pl, const struct carp_cluster *c,
-                       struct carp_provider *provider,
-                       const struct carp_nodeclaim *nc)
-{
-  const char *type = carp_kvset_get(nc->meta.labels, CARP_LABEL_INSTANCE_TYPE);
-  const char *zone = carp_kvset_get(nc->meta.labels, CARP_LABEL_ZONE);
-  const struct carp_provider_instance_types *t;
-  size_t i, j;
-  if (!type || !nc->spec.node_class_ref.name)
-    return -1;
-  t = types_of(pl, c, provider, nc->spec.node_class_ref.name,
-               carp_nodeclaim_nodepool(nc));
-  for (i = 0; t && i < t->n; i++) {
-    if (strcmp(t->v[i].name, type))
-      continue;
-    for (j = 0; zone && j < t->v[i].nofferings; j++)
-      if (!strcmp(t->v[i].offerings[j].zone, zone))
-        return t->v[i].offerings[j].price;
-    return t->v[i].price;
-  }
-  return -1;
-}
-
 /* ---- the analysis ---- */
 
 static int by_cost(const void *a, const void *b)
@@ -322,7 +247,7 @@ void carp__dis_analyze(const struct carp_cluster *c,
   struct carp_store *pools = carp_informer_store(c->nodepools);
   struct carp_store_iter it;
   struct carp_objmeta *m;
-  struct prices pl = {0};
+  struct carp_price_book *pl = carp_price_book_new(c, provider, "disruption");
   size_t npools = carp_store_len(pools), cap = 0, bcap = 0, pi;
   char why_buf[256];
 
@@ -359,7 +284,7 @@ void carp__dis_analyze(const struct carp_cluster *c,
         continue;
       }
       memset(&cand, 0, sizeof(cand));
-      cand.price = price_of(&pl, c, provider, nc);
+      cand.price = carp_price_book_claim(pl, nc);
       costs(c, nc, node, now_ms, &cand);
       if (cand.price >= 0) {
         p->cost += cand.price;
@@ -408,7 +333,7 @@ void carp__dis_analyze(const struct carp_cluster *c,
   }
   if (out->ncands > 1)
     qsort(out->cands, out->ncands, sizeof(*out->cands), by_cost);
-  prices_free(&pl);
+  carp_price_book_free(pl);
 }
 
 void carp__dis_analysis_free(struct dis_analysis *a)

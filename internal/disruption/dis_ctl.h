@@ -63,6 +63,7 @@ struct carp_disruption {
   struct carp_map unconsol; /* nodeclaim (copy) -> last Unconsolidatable */
   struct carp_metric *m_disrupted;
   struct carp_metric *m_created;
+  struct carp_metric *m_pods_disrupted;
   struct carp_metric *m_decisions;
   struct carp_metric *m_decisions_pool;
   struct carp_metric *m_eligible;

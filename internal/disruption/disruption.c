@@ -425,6 +425,7 @@ static void register_metrics(struct carp_disruption *d, struct carp_metrics *m)
 {
   d->m_disrupted = carp_metric_nodeclaims_disrupted(m);
   d->m_created = carp_metric_nodeclaims_created(m);
+  d->m_pods_disrupted = carp_metric_pods_disruption_initiated(m);
   d->m_decisions = carp_metrics_counter(
       m, "karpenter_voluntary_disruption_decisions_total",
       "Number of disruption decisions performed. Labeled by disruption "

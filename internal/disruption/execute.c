@@ -188,11 +188,17 @@ static void on_claim_deleted(struct carp_controller *c, const char *key,
     return;
   }
   r->state = C_DELETED;
-  carp_metric_add(d->m_disrupted,
-                  CARP_VALUES(carp__dis_reason_label(d->cmd.reason), r->pool,
-                              r->capacity_type, carp__dis_policy_name(np),
-                              "graceful"),
-                  1);
+  {
+    const char *const values[] = {carp__dis_reason_label(d->cmd.reason),
+                                  r->pool,
+                                  r->capacity_type,
+                                  carp__dis_policy_name(np),
+                                  "graceful",
+                                  NULL};
+    carp_metric_add(d->m_disrupted, values, 1);
+    carp_metric_pods_disrupted_add(d->m_pods_disrupted, c->env.cluster, r->node,
+                                   values);
+  }
   cand_finished(d);
 }
 

@@ -15,6 +15,7 @@
 struct expiration {
   struct carp_controller base;
   struct carp_metric *m_disrupted;
+  struct carp_metric *m_pods_disrupted;
 };
 
 #define EXP(c) carp_container_of(c, struct expiration, base)
@@ -59,14 +60,19 @@ static void reconcile(struct carp_controller *c, const char *key)
   {
     const char *ct =
         carp_kvset_get(nc->meta.labels, CARP_LABEL_CAPACITY_TYPE_KEY);
-    carp_metric_add(
-        e->m_disrupted,
-        CARP_VALUES(
-            "expired", pool ? pool : "", ct ? ct : "",
-            carp__dis_policy_name(
-                pool ? carp_cluster_nodepool(c->env.cluster, pool) : NULL),
-            "forceful"),
-        1);
+    const struct carp_node *node =
+        carp_cluster_node_of_nodeclaim(c->env.cluster, nc);
+    const char *const values[] = {
+        "expired",
+        pool ? pool : "",
+        ct ? ct : "",
+        carp__dis_policy_name(pool ? carp_cluster_nodepool(c->env.cluster, pool)
+                                   : NULL),
+        "forceful",
+        NULL};
+    carp_metric_add(e->m_disrupted, values, 1);
+    carp_metric_pods_disrupted_add(e->m_pods_disrupted, c->env.cluster,
+                                   node ? node->meta.name : NULL, values);
   }
   if (carp_write_delete_claim(c, key, nc, on_deleted, NULL))
     carp_controller_done(c, key, CARP_RECONCILE_ERROR, 0);
@@ -106,8 +112,9 @@ int carp_expiration_new(const struct carp_controller_env *env,
   }
   carp_controller_watch(&e->base, env->cluster->nodeclaims,
                         carp_controller_map_name);
-  if (env->metrics)
-    e->m_disrupted = carp_metric_nodeclaims_disrupted(env->metrics);
+  /* Both NULL without a registry. */
+  e->m_disrupted = carp_metric_nodeclaims_disrupted(env->metrics);
+  e->m_pods_disrupted = carp_metric_pods_disruption_initiated(env->metrics);
   *out = &e->base;
   return 0;
 }

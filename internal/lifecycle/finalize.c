@@ -80,6 +80,13 @@ static void on_vm_deleted(int status, const struct carp_provider_error *err,
 static void on_finalizer_removed(struct carp_lifecycle *l, const char *key,
                                  const struct carp_kube_result *res)
 {
+  struct claim_mem *m = carp_map_gets(&l->mem, key);
+  int64_t now = carp__lc_now(l);
+  if (!res->err && m && m->finalizing_deletion_ms &&
+      now >= m->finalizing_deletion_ms)
+    /* As Karpenter: from the deletion request to the finalizer gone. */
+    carp_metric_observe(l->m_termination, CARP_VALUES(m->finalizing_pool),
+                        (double)(now - m->finalizing_deletion_ms) / 1000.0);
   if (!res->err)
     carp__lc_mem_drop(l, key);
   carp__lc_after_write(l, key, res);
@@ -90,10 +97,14 @@ static void remove_finalizer(struct carp_lifecycle *l,
 {
   struct carp_buf body;
   struct carp_jw w;
+  struct claim_mem *m = carp__lc_mem(l, nc, 1);
   const char *pool = carp_nodeclaim_nodepool(nc);
   const char *zone =
       carp_kvset_get(nc->meta.labels, "topology.kubernetes.io/zone");
   uint32_t i;
+  m->finalizing_deletion_ms = nc->meta.deletion_ms;
+  snprintf(m->finalizing_pool, sizeof(m->finalizing_pool), "%s",
+           pool ? pool : "");
   carp_buf_init(&body, CARP_KUBE_MAX_BODY);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
@@ -134,6 +145,24 @@ static void on_node_deleted(struct carp_lifecycle *l, const char *key,
     return;
   }
   carp__lc_after_write(l, key, res);
+}
+
+/* The provider says the VM is gone: Karpenter's instance termination
+ * duration runs from InstanceTerminating=True (written just before the
+ * first delete call) to here; told once per NodeClaim. */
+static void instance_gone(struct carp_lifecycle *l, struct claim_mem *m,
+                          const struct carp_nodeclaim *nc)
+{
+  const struct carp_condition *cond = carp_conditions_get(
+      &nc->status.conditions, CARP_COND_INSTANCE_TERMINATING);
+  const char *pool = carp_nodeclaim_nodepool(nc);
+  int64_t now = carp__lc_now(l);
+  if (m->instance_gone_told || !cond || cond->status != CARP_COND_TRUE ||
+      !cond->transition_ms || now < cond->transition_ms)
+    return;
+  m->instance_gone_told = 1;
+  carp_metric_observe(l->m_instance_termination, CARP_VALUES(pool ? pool : ""),
+                      (double)(now - cond->transition_ms) / 1000.0);
 }
 
 void carp__lc_finalize(struct carp_lifecycle *l,
@@ -184,6 +213,7 @@ void carp__lc_finalize(struct carp_lifecycle *l,
     return;
   }
   if (m->del_done && m->del_status == CARP_ENOTFOUND) {
+    instance_gone(l, m, nc);
     remove_finalizer(l, nc, key);
     return;
   }

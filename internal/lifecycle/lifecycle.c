@@ -187,6 +187,20 @@ static const struct carp_controller_def lifecycle_def = {
 
 static void register_metrics(struct carp_lifecycle *l, struct carp_metrics *m)
 {
+  /* Karpenter's exponential buckets: 1 s doubling to 1024 s and 2048 s. */
+  static const double instance_buckets[] = {1,  2,   4,   8,   16,  32,
+                                            64, 128, 256, 512, 1024};
+  static const double claim_buckets[] = {1,  2,   4,   8,   16,   32,
+                                         64, 128, 256, 512, 1024, 2048};
+  l->m_instance_termination = carp_metrics_histogram(
+      m, "karpenter_nodeclaims_instance_termination_duration_seconds",
+      "Duration of CloudProvider Instance termination in seconds.",
+      CARP_LABELS("nodepool"), instance_buckets,
+      CARP_ARRAY_LEN(instance_buckets));
+  l->m_termination = carp_metrics_histogram(
+      m, "karpenter_nodeclaims_termination_duration_seconds",
+      "Duration of NodeClaim termination in seconds.", CARP_LABELS("nodepool"),
+      claim_buckets, CARP_ARRAY_LEN(claim_buckets));
   l->m_terminated = carp_metrics_counter(
       m, "karpenter_nodeclaims_terminated_total",
       "Number of nodeclaims terminated in total by Karpenter. Labeled by "

@@ -50,7 +50,12 @@ struct claim_mem {
    * ends its reconcile as a success for the work queue). */
   struct carp_retry launch_retry;
   struct carp_retry del_retry; /* failed VM deletes, likewise */
-  int claim_deleted; /* a failed launch deleted it: never launched again */
+  int claim_deleted;      /* a failed launch deleted it: never launched again */
+  int instance_gone_told; /* instance termination duration observed */
+  /* For the termination duration, kept while the finalizer's removal is
+   * in flight: the NodeClaim's deletion time and NodePool. */
+  int64_t finalizing_deletion_ms;
+  char finalizing_pool[256];
 };
 
 struct carp_lifecycle {
@@ -61,6 +66,8 @@ struct carp_lifecycle {
   struct carp_metric *m_terminated;
   struct carp_metric *m_disrupted;
   struct carp_metric *m_nodes_created;
+  struct carp_metric *m_termination;          /* histogram */
+  struct carp_metric *m_instance_termination; /* histogram */
   struct carp_logfold fold; /* lines that repeat per retry, per claim */
 };
 

@@ -10,6 +10,7 @@
 #include "carpenter/error.h"
 #include "carpenter/log.h"
 #include "carpenter/metrics.h"
+#include "carpenter/overlay.h"
 #include "carpenter/timeutil.h"
 #include "metricsctl_int.h"
 
@@ -292,6 +293,33 @@ static void stream_pool_limit(struct carp_metric_writer *w, void *arg)
   }
 }
 
+/* Karpenter's cost tracker: the summed hourly price of a NodePool's
+ * NodeClaims, each at its offering's price (NodeOverlays applied); a
+ * claim whose price is unknown (not launched yet, a type no longer
+ * offered) adds nothing. Every NodePool has a series, 0 when empty. */
+static void stream_pool_cost(struct carp_metric_writer *w, void *arg)
+{
+  struct carp_metricsctl *m = arg;
+  struct carp_price_book *book =
+      carp_price_book_new(m->cluster, m->base.env.provider, "metrics.state");
+  struct carp_store_iter it;
+  struct carp_objmeta *o;
+  carp_store_iter_init(&it);
+  while (
+      (o = carp_store_next(carp_informer_store(m->cluster->nodepools), &it))) {
+    struct carp_objmeta *const *claims;
+    size_t n, i;
+    double sum = 0, price;
+    claims = carp_cluster_nodeclaims_of_pool(m->cluster, o->name, &n);
+    for (i = 0; i < n; i++)
+      if ((price = carp_price_book_claim(
+               book, (const struct carp_nodeclaim *)claims[i])) > 0)
+        sum += price;
+    carp_metric_writer_sample(w, CARP_VALUES(o->name), sum);
+  }
+  carp_price_book_free(book);
+}
+
 /* ---- cluster state ---- */
 
 static void stream_node_count(struct carp_metric_writer *w, void *arg)
@@ -340,10 +368,12 @@ static struct carp_metric *stream(struct carp_metricsctl *m, const char *name,
                                   const char *help, const char *const *labels,
                                   carp_metrics_stream_cb cb)
 {
-  /* Karpenter's gauge names ending in _count are exported untyped:
-   * promtool keeps that suffix for histograms and summaries. */
+  /* Karpenter's gauge names ending in _count or _total are exported
+   * untyped: promtool keeps those suffixes for histograms and summaries,
+   * and for counters. */
   size_t n = strlen(name);
-  enum carp_metric_type type = n > 6 && !strcmp(name + n - 6, "_count")
+  enum carp_metric_type type = n > 6 && (!strcmp(name + n - 6, "_count") ||
+                                         !strcmp(name + n - 6, "_total"))
                                    ? CARP_METRIC_UNTYPED
                                    : CARP_METRIC_GAUGE;
   struct carp_metric *f =
@@ -399,6 +429,14 @@ static void register_all(struct carp_metricsctl *m)
          "Limits specified on the nodepool that restrict the quantity of "
          "resources provisioned. Labeled by nodepool name and resource type.",
          CARP_LABELS("nodepool", "resource_type"), stream_pool_limit);
+  stream(m, "karpenter_nodepools_cost_total",
+         "Total cost of a nodepool: the summed hourly price of its "
+         "NodeClaims' instance types at their offering prices.",
+         CARP_LABELS("nodepool"), stream_pool_cost);
+  stream(m, "karpenter_pods_unbound_time_seconds",
+         "The time from pod creation until the pod is bound, for pods not "
+         "bound yet.",
+         CARP_LABELS("name", "namespace"), carp__mctl_stream_unbound);
   stream(m, "karpenter_cluster_state_node_count",
          "Current count of nodes in cluster state", NULL, stream_node_count);
   stream(m, "karpenter_cluster_state_synced",

@@ -47,7 +47,7 @@ struct carp_metricsctl {
   struct carp_controller base;
   struct carp_cluster *cluster; /* base.env.cluster */
   struct carp_metricsctl_options o;
-  struct carp_metric *streams[16];
+  struct carp_metric *streams[20];
   size_t nstreams;
   struct carp_metric *m_startup;
   struct carp_metric *m_bound;
@@ -76,6 +76,9 @@ const struct carp_mctl_node *carp__mctl_node_of(struct carp_metricsctl *m,
 /* karpenter_pods_state, and how many pods it left out. */
 void carp__mctl_stream_pods(struct carp_metric_writer *w, void *arg);
 void carp__mctl_stream_pods_omitted(struct carp_metric_writer *w, void *arg);
+/* karpenter_pods_unbound_time_seconds: one series per pod not bound yet
+ * (at most pod_series_limit of them, oldest first). */
+void carp__mctl_stream_unbound(struct carp_metric_writer *w, void *arg);
 /* Formats the node's labels for karpenter_pods_state (pod_labels). */
 void carp__mctl_pod_labels(struct carp_mctl_node *s);
 /* The pod informer's map: observes the durations (while leading). */

@@ -245,6 +245,30 @@ void carp__mctl_stream_pods_omitted(struct carp_metric_writer *w, void *arg)
   carp_metric_writer_sample(w, NULL, (double)m->pods_omitted);
 }
 
+/* Karpenter sets the gauge for every pod whose PodScheduled is not True
+ * and drops it when the pod binds or goes: computed from the cache at
+ * each scrape, a bound or deleted pod simply has no series. Capped like
+ * karpenter_pods_state (pods left out are in cache order). */
+void carp__mctl_stream_unbound(struct carp_metric_writer *w, void *arg)
+{
+  struct carp_metricsctl *m = arg;
+  struct carp_store *pods = carp_informer_store(m->cluster->pods);
+  struct carp_store_iter it;
+  struct carp_objmeta *o;
+  int64_t now = carp_controller_now(&m->base);
+  size_t emitted = 0;
+  carp_store_iter_init(&it);
+  while (emitted < m->o.pod_series_limit && (o = carp_store_next(pods, &it))) {
+    const struct carp_pod *p = (const struct carp_pod *)o;
+    if (p->node_name || carp_pod_is_terminal(p) || !o->creation_ms)
+      continue;
+    carp_metric_writer_sample(
+        w, CARP_VALUES(o->name, o->namespace ? o->namespace : ""),
+        now > o->creation_ms ? (double)(now - o->creation_ms) / 1000.0 : 0);
+    emitted++;
+  }
+}
+
 /* ---- durations ---- */
 
 void carp__mctl_pod_event(struct carp_controller *c,

@@ -59,6 +59,20 @@ struct carp_provisioner {
   struct carp_metric *m_created;
   struct carp_metric *m_waiting;
   double waiting[CARP_PROV_WAIT_N]; /* the last batch's, for m_waiting */
+  struct carp_metric *m_ignored;
+  double ignored; /* the last batch's, for m_ignored */
+  struct carp_metric *m_decision;
+  /* Pending pods by UID: when first seen, whether decided (struct seen). */
+  struct carp_map seen;
+};
+
+/* A pending pod, from when the provisioner first saw it until it binds or
+ * goes: karpenter_pods_scheduling_decision_duration_seconds is observed
+ * at its first decision. */
+struct seen {
+  char *uid; /* the key */
+  int64_t since_ms;
+  int decided;
 };
 
 #define PROV(c) carp_container_of(c, struct carp_provisioner, base)
@@ -82,14 +96,69 @@ static void trigger(struct carp_provisioner *p, const char *key)
     carp_batcher_trigger(p->batcher, key);
 }
 
+static struct seen *seen_pod(struct carp_provisioner *p,
+                             const struct carp_pod *pod)
+{
+  struct seen *s;
+  if (!pod->meta.uid)
+    return NULL;
+  s = carp_map_gets(&p->seen, pod->meta.uid);
+  if (!s) {
+    s = CARP_NEW(struct seen);
+    s->uid = carp_strdup(pod->meta.uid);
+    s->since_ms = (int64_t)carp_controller_mono(&p->base);
+    carp_map_puts(&p->seen, s->uid, s);
+  }
+  return s;
+}
+
+/* The pod's first decision (a node, a NodeClaim or none fits): from when
+ * it was first seen pending. */
+static void decided(struct carp_provisioner *p, const struct carp_pod *pod)
+{
+  struct seen *s = seen_pod(p, pod);
+  int64_t now = (int64_t)carp_controller_mono(&p->base);
+  if (!s || s->decided)
+    return;
+  s->decided = 1;
+  carp_metric_observe(p->m_decision, NULL,
+                      now > s->since_ms ? (double)(now - s->since_ms) / 1000.0
+                                        : 0);
+}
+
+/* Karpenter's validateKarpenterManagedLabelCanExist: a pod that requires
+ * karpenter.sh/nodepool DoesNotExist (in the node affinity term Karpenter
+ * schedules by, the first) asks not to run on a node of ours - a
+ * Karpenter replica, say. It is ignored: not solved, not counted
+ * unschedulable, counted in karpenter_scheduler_ignored_pods_count. */
+static int ignored_pod(const struct carp_pod *pod)
+{
+  uint32_t i;
+  if (!pod->spec || !pod->spec->nrequired)
+    return 0;
+  for (i = 0; i < pod->spec->required[0].n; i++)
+    if (!strcmp(pod->spec->required[0].reqs[i].key, CARP_LABEL_NODEPOOL_KEY) &&
+        pod->spec->required[0].reqs[i].op == CARP_OP_DOES_NOT_EXIST)
+      return 1;
+  return 0;
+}
+
 static void pod_event(struct carp_controller *c, const struct carp_objmeta *old,
                       const struct carp_objmeta *obj, int deleted)
 {
   const struct carp_pod *p = (const struct carp_pod *)obj;
   size_t nvirtual;
-  if (deleted)
-    return;
+  if (deleted || p->node_name) {
+    struct seen *s = obj->uid ? carp_map_dels(&PROV(c)->seen, obj->uid) : NULL;
+    if (s) {
+      carp_free(s->uid);
+      carp_free(s);
+    }
+    if (deleted)
+      return;
+  }
   if (carp_pod_is_provisionable(p)) {
+    seen_pod(PROV(c), p);
     trigger(PROV(c), obj->uid);
     return;
   }
@@ -401,19 +470,30 @@ static size_t collect_pending(struct carp_provisioner *p,
   struct carp_store_iter it;
   struct carp_objmeta *m;
   const struct carp_pod **v = NULL;
-  size_t n = 0, cap = 0;
+  size_t n = 0, cap = 0, ignored = 0;
   carp_store_iter_init(&it);
   while ((m = carp_store_next(carp_informer_store(p->base.env.cluster->pods),
                               &it))) {
     const struct carp_pod *pod = (const struct carp_pod *)m;
     if (!carp_pod_is_provisionable(pod))
       continue;
+    if (ignored_pod(pod)) {
+      CARP_LOG_DEBUG("provisioner", "ignoring pod",
+                     CARP_F_STR("pod", pod->meta.name),
+                     CARP_F_STR("namespace", pod->meta.namespace),
+                     CARP_F_STR("reason", "configured to not run on a "
+                                          "Karpenter provisioned node"));
+      ignored++;
+      continue;
+    }
+    seen_pod(p, pod);
     if (n == cap) {
       cap = cap ? cap * 2 : 64;
       v = carp_reallocarray(v, cap, sizeof(*v));
     }
     v[n++] = pod;
   }
+  p->ignored = (double)ignored;
   *nvirtual = carp_prov_add_virtual(p->base.env.cluster, &v, n, &cap);
   *out = v;
   return n + *nvirtual;
@@ -485,6 +565,9 @@ static void reconcile(struct carp_controller *c, const char *key)
            CARP_F_UINT("nodeclaims", res->nclaims),
            CARP_F_UINT("unschedulable", res->nunschedulable),
            CARP_F_DURATION("took", carp_controller_mono(c) - start));
+  for (i = 0; i < pr.p.npods; i++)
+    if (!carp_pod_is_virtual(pr.pods[i]))
+      decided(p, pr.pods[i]);
   nominate_existing(p, &pr, res);
   for (i = 0; i < res->nclaims; i++)
     start_create(p, &pr, &res->claims[i]);
@@ -517,6 +600,12 @@ static void stream_unschedulable(struct carp_metric_writer *w, void *arg)
 {
   struct carp_provisioner *p = arg;
   carp_metric_writer_sample(w, CARP_VALUES("provisioner"), p->unschedulable);
+}
+
+static void stream_ignored(struct carp_metric_writer *w, void *arg)
+{
+  struct carp_provisioner *p = arg;
+  carp_metric_writer_sample(w, NULL, p->ignored);
 }
 
 static void stream_waiting(struct carp_metric_writer *w, void *arg)
@@ -553,6 +642,20 @@ static void prov_free(struct carp_controller *c)
     carp_metric_stream_detach(p->m_unschedulable);
   if (p->m_waiting)
     carp_metric_stream_detach(p->m_waiting);
+  if (p->m_ignored)
+    carp_metric_stream_detach(p->m_ignored);
+  {
+    struct carp_map_iter it;
+    const char *k;
+    size_t kl;
+    void *v;
+    carp_map_iter_init(&it);
+    while (carp_map_next(&p->seen, &it, &k, &kl, &v)) {
+      carp_free(((struct seen *)v)->uid);
+      carp_free(v);
+    }
+    carp_map_free(&p->seen);
+  }
   carp_free(p);
 }
 
@@ -575,6 +678,7 @@ int carp_provisioner_new(const struct carp_controller_env *env,
     return CARP_EINVAL;
   p = CARP_NEW(struct carp_provisioner);
   p->o = *o;
+  carp_map_init(&p->seen);
   rc = carp_batcher_new(env->loop, env->clock, o->batch_idle_ms,
                         o->batch_max_ms, on_window, p, &p->batcher);
   if (rc) {
@@ -618,6 +722,15 @@ int carp_provisioner_new(const struct carp_controller_env *env,
         "taint). No new capacity is launched for them until their "
         "nomination lapses.",
         CARP_METRIC_GAUGE, CARP_LABELS("reason"), stream_waiting, p);
+    p->m_ignored = carp_metrics_stream(
+        m, "karpenter_scheduler_ignored_pods_count",
+        "Number of pods ignored during scheduling by Karpenter",
+        CARP_METRIC_UNTYPED, NULL, stream_ignored, p);
+    p->m_decision = carp_metrics_histogram(
+        m, "karpenter_pods_scheduling_decision_duration_seconds",
+        "The time it takes for Karpenter to first try to schedule a pod "
+        "after it's been seen.",
+        NULL, carp_metrics_duration_buckets, carp_metrics_duration_buckets_len);
   }
   *out = &p->base;
   return 0;

@@ -35,6 +35,7 @@ struct repair {
    * two must not repair (and count) the same node twice. */
   struct carp_map deleting;
   struct carp_metric *m_disrupted;
+  struct carp_metric *m_pods_disrupted;
   struct carp_metric *m_unhealthy;
 };
 
@@ -196,9 +197,13 @@ static void delete_claim(struct repair *r, const struct carp_node *n,
                         n->meta.name, state, since);
   forget(r, key);
   entry_put(&r->deleting, key)->uid = carp_strdup(nc->meta.uid);
-  carp_metric_add(
-      r->m_disrupted,
-      CARP_VALUES("unhealthy", pool ? pool : "", ct, "", "forceful"), 1);
+  {
+    const char *const values[] = {"unhealthy", pool ? pool : "", ct,
+                                  "",          "forceful",       NULL};
+    carp_metric_add(r->m_disrupted, values, 1);
+    carp_metric_pods_disrupted_add(r->m_pods_disrupted, c->env.cluster,
+                                   n->meta.name, values);
+  }
   carp_metric_add(r->m_unhealthy,
                   CARP_VALUES("ready", pool ? pool : "", ct,
                               nc->status.image_id ? nc->status.image_id : ""),
@@ -337,6 +342,7 @@ int carp_repair_new(const struct carp_controller_env *env,
   }
   if (env->metrics) {
     r->m_disrupted = carp_metric_nodeclaims_disrupted(env->metrics);
+    r->m_pods_disrupted = carp_metric_pods_disruption_initiated(env->metrics);
     r->m_unhealthy = carp_metrics_counter(
         env->metrics, "karpenter_nodeclaims_unhealthy_disrupted_total",
         "Number of unhealthy nodeclaims disrupted in total by Karpenter. "

@@ -65,21 +65,6 @@ types_of(struct carp_simulation *s, struct price_cache **cache, size_t *n,
   return p->ok ? &p->types : NULL;
 }
 
-static double type_price(const struct carp_provider_instance_types *t,
-                         const char *type, const char *zone)
-{
-  size_t i, j;
-  for (i = 0; t && type && i < t->n; i++) {
-    if (strcmp(t->v[i].name, type))
-      continue;
-    for (j = 0; zone && j < t->v[i].nofferings; j++)
-      if (!strcmp(t->v[i].offerings[j].zone, zone))
-        return t->v[i].offerings[j].price;
-    return t->v[i].price;
-  }
-  return -1;
-}
-
 /* The claim's instance type in its zone; before launch (no type label),
  * the cheapest of the types its requirements list. */
 static double claim_price(struct carp_simulation *s, struct price_cache **cache,
@@ -95,13 +80,13 @@ static double claim_price(struct carp_simulation *s, struct price_cache **cache,
   t = types_of(s, cache, ncache, nc->spec.node_class_ref.name,
                carp_nodeclaim_nodepool(nc));
   if (type)
-    return type_price(t, type, zone);
+    return carp_instance_type_price(t, type, zone);
   for (i = 0; i < nc->spec.nrequirements; i++) {
     const struct carp_requirement *r = &nc->spec.requirements[i];
     if (strcmp(r->key, CARP_LABEL_INSTANCE_TYPE) || r->op != CARP_OP_IN)
       continue;
     for (j = 0; j < r->nvalues; j++) {
-      double p = type_price(t, r->values[j], zone);
+      double p = carp_instance_type_price(t, r->values[j], zone);
       if (p >= 0 && (best < 0 || p < best))
         best = p;
     }

@@ -341,21 +341,40 @@ static void delete_vm(struct carp_termination *t, struct node_mem *m,
 
 /* ---- step 7: remove the finalizer ---- */
 
+/* What the durations need of the Node, kept from the write's start: the
+ * cache may drop the Node before the answer comes. */
+struct finalize_ctx {
+  char *pool;
+  int64_t deletion_ms;
+  int64_t creation_ms;
+};
+
 static void on_finalizer_removed(struct carp_controller *c, const char *key,
                                  const struct carp_kube_result *res, void *arg)
 {
   struct carp_termination *t = TERM(c);
-  (void)arg;
+  struct finalize_ctx *f = arg;
   struct node_mem *m = carp_map_gets(&t->mem, key);
   if (!res->err) {
+    /* As Karpenter: observed once the finalizer is off, the termination
+     * from the deletion request and the lifetime from creation. */
+    int64_t now = carp__term_now(t);
+    if (f->deletion_ms && now >= f->deletion_ms)
+      carp_metric_observe(t->m_term_duration, CARP_VALUES(f->pool),
+                          (double)(now - f->deletion_ms) / 1000.0);
+    if (f->creation_ms && now >= f->creation_ms)
+      carp_metric_observe(t->m_lifetime, CARP_VALUES(f->pool),
+                          (double)(now - f->creation_ms) / 1000.0);
     /* The Node's deletion event drops the memory; until then a stale
      * cache must not start over. */
     if (m)
       m->finalized = 1;
     carp_controller_done(&t->base, key, CARP_RECONCILE_DONE, 0);
-    return;
+  } else {
+    carp__term_after_write(t, key, res);
   }
-  carp__term_after_write(t, key, res);
+  carp_free(f->pool);
+  carp_free(f);
 }
 
 static void remove_finalizer(struct carp_termination *t,
@@ -364,7 +383,11 @@ static void remove_finalizer(struct carp_termination *t,
                              int skipped_drain)
 {
   struct carp_kube_ref ref = carp_ref_node(node->meta.name);
+  struct finalize_ctx *f = CARP_NEW(struct finalize_ctx);
   int rc;
+  f->pool = carp_strdup(label(node->meta.labels, CARP_LABEL_NODEPOOL_KEY));
+  f->deletion_ms = node->meta.deletion_ms;
+  f->creation_ms = node->meta.creation_ms;
   CARP_LOG_INFO("termination", "deleted node",
                 CARP_F_STR("node", node->meta.name),
                 CARP_F_STR("nodeclaim", nc ? nc->meta.name : ""),
@@ -380,10 +403,13 @@ static void remove_finalizer(struct carp_termination *t,
                     : "Deleted node: drained and its VM deleted");
   rc = carp_write_finalizer(&t->base, key, &ref, &node->meta,
                             CARP_FINALIZER_TERMINATION, 0, on_finalizer_removed,
-                            NULL);
-  if (rc) /* 1: already gone from the cache's Node */
+                            f);
+  if (rc) { /* 1: already gone from the cache's Node */
+    carp_free(f->pool);
+    carp_free(f);
     carp_controller_done(
         &t->base, key, rc == 1 ? CARP_RECONCILE_DONE : CARP_RECONCILE_ERROR, 0);
+  }
 }
 
 /* ---- reconcile ---- */
@@ -661,8 +687,27 @@ static const struct carp_controller_def termination_def = {
     .free = termination_free,
 };
 
+/* Karpenter's node lifetime buckets: 15 minutes to 30 days. */
+static const double lifetime_buckets[] = {
+    15 * 60.0,   30 * 60.0,    45 * 60.0,    3600.0,       2 * 3600.0,
+    4 * 3600.0,  6 * 3600.0,   8 * 3600.0,   10 * 3600.0,  12 * 3600.0,
+    16 * 3600.0, 20 * 3600.0,  86400.0,      2 * 86400.0,  3 * 86400.0,
+    5 * 86400.0, 10 * 86400.0, 15 * 86400.0, 20 * 86400.0, 25 * 86400.0,
+    30 * 86400.0};
+
 static void register_metrics(struct carp_termination *t, struct carp_metrics *m)
 {
+  static const double quantiles[] = {0, 0.5, 0.9, 0.99, 1};
+  t->m_term_duration = carp_metrics_summary(
+      m, "karpenter_nodes_termination_duration_seconds",
+      "The time taken between a node's deletion request and the removal of "
+      "its finalizer",
+      CARP_LABELS("nodepool"), quantiles, CARP_ARRAY_LEN(quantiles), 0, 0);
+  t->m_lifetime = carp_metrics_histogram(
+      m, "karpenter_nodes_lifetime_duration_seconds",
+      "The lifetime duration of the nodes since creation.",
+      CARP_LABELS("nodepool"), lifetime_buckets,
+      CARP_ARRAY_LEN(lifetime_buckets));
   t->m_terminated = carp_metrics_counter(
       m, "karpenter_nodes_terminated_total",
       "Number of nodes terminated in total by Karpenter. Labeled by owning "

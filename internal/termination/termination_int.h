@@ -75,6 +75,8 @@ struct carp_termination {
   struct carp_metric *m_drained;
   struct carp_metric *m_evictions;
   struct carp_metric *m_pods_drained;
+  struct carp_metric *m_term_duration; /* summary */
+  struct carp_metric *m_lifetime;
   struct carp_logfold fold; /* lines that repeat per retry */
 };
 

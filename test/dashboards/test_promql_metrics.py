@@ -72,7 +72,8 @@ class NamesTest(unittest.TestCase):
         self.assertEqual(got["karpenter_cluster_state_node_count"], "untyped")
         self.assertEqual(got["carpenter_proxmox_host_committed_vcpus"],
                          "gauge")
-        self.assertNotIn("karpenter_nodes_termination_duration_seconds", got)
+        self.assertEqual(got["karpenter_nodes_termination_duration_seconds"],
+                         "summary")
 
 
 class DashboardsTest(unittest.TestCase):

@@ -197,6 +197,13 @@ static void test_multi_node_delete(void **state)
                  CARP_VALUES("decision=\"delete\"", "reason=\"underutilized\"",
                              "consolidation_type=\"multi\"")),
       1);
+  /* One pod on each of the two nodes starts to move. */
+  assert_int_equal(
+      kit_metric(&k, "karpenter_pods_disruption_initiated_total",
+                 CARP_VALUES("reason=\"underutilized\"", "nodepool=\"default\"",
+                             "capacity_type=\"on-demand\"",
+                             "termination_mode=\"graceful\"")),
+      2);
   assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 0);
   kit_close(&k);
 }
@@ -475,6 +482,7 @@ static void test_expiration_exact(void **state)
   kit_node(&k, "old", "default", "c1.2VCPU-4GB");
   kit_patch(&k, "NodeClaim", "old", "{spec: {expireAfter: 1h}}");
   kit_pod(&k, "default", "p", "old", 500, RS_OWNER);
+  kit_pod(&k, "default", "ds", "old", 100, DS_OWNER);
   kit_start(&k);
   kit_advance(&k, 60 * 60 * SEC - 1000);
   assert_false(deleting(&k, "old"));
@@ -485,6 +493,12 @@ static void test_expiration_exact(void **state)
                               CARP_VALUES("reason=\"expired\"",
                                           "termination_mode=\"forceful\"")),
                    1);
+  /* Its one pod (the DaemonSet's stays) is to move. */
+  assert_int_equal(
+      kit_metric(&k, "karpenter_pods_disruption_initiated_total",
+                 CARP_VALUES("reason=\"expired\"", "nodepool=\"default\"",
+                             "termination_mode=\"forceful\"")),
+      1);
   kit_close(&k);
 }
 

@@ -422,6 +422,10 @@ static void test_finalize_node_then_vm_then_finalizer(void **state)
       kit_str(&k, "Node", "n1", "metadata", "deletionTimestamp", NULL));
   kit_advance(&k, 10 * SEC);
   assert_int_equal(carp_fake_provider_count(k.provider), 1);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_nodeclaims_termination_duration_seconds_count",
+                 NULL),
+      0);
   kit_patch(&k, "Node", "n1", "{metadata: {finalizers: []}}");
   kit_advance(&k, 10 * SEC);
   assert_false(kit_exists(&k, "Node", "n1"));
@@ -430,6 +434,32 @@ static void test_finalize_node_then_vm_then_finalizer(void **state)
   assert_true(kit_metric(&k, "karpenter_nodeclaims_terminated_total",
                          (const char *const[]){"default", "on-demand", "zone-a",
                                                NULL}) == 1);
+  /* Deleted at 0, the Node held it 10 s: between 8 and 16 s to the
+   * finalizer; the VM went after its Node did, within a few seconds. */
+  assert_int_equal(
+      kit_metric(&k, "karpenter_nodeclaims_termination_duration_seconds_count",
+                 CARP_VALUES("nodepool=\"default\"")),
+      1);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_nodeclaims_termination_duration_seconds_bucket",
+                 CARP_VALUES("le=\"8\"")),
+      0);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_nodeclaims_termination_duration_seconds_bucket",
+                 CARP_VALUES("le=\"16\"")),
+      1);
+  assert_int_equal(
+      kit_metric(&k,
+                 "karpenter_nodeclaims_instance_termination_duration_seconds_"
+                 "count",
+                 CARP_VALUES("nodepool=\"default\"")),
+      1);
+  assert_int_equal(
+      kit_metric(&k,
+                 "karpenter_nodeclaims_instance_termination_duration_seconds_"
+                 "bucket",
+                 CARP_VALUES("le=\"8\"")),
+      1);
   kit_close(&k);
 }
 

@@ -135,9 +135,53 @@ static void test_follower_launches_nothing(void **state)
   kit_close(&k);
 }
 
+/* A pod that requires karpenter.sh/nodepool DoesNotExist is ignored, as
+ * Karpenter's Validate does; the others have their first decision timed
+ * from when they were first seen, once. */
+static void test_ignored_pods_and_decision_duration(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "");
+  kit_start(&k);
+  kit_pod(&k, "default", "a", NULL, 500, "");
+  kit_pod(&k, "default", "shy", NULL, 500, "");
+  kit_patch(&k, "Pod", "default/shy",
+            "{spec: {affinity: {nodeAffinity: "
+            "{requiredDuringSchedulingIgnoredDuringExecution: "
+            "{nodeSelectorTerms: [{matchExpressions: [{key: "
+            "karpenter.sh/nodepool, operator: DoesNotExist}]}]}}}}}");
+  kit_advance(&k, 1100);
+  assert_int_equal(creates(&k), 1);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_scheduler_ignored_pods_count", NULL), 1);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_scheduler_unschedulable_pods_count", NULL), 0);
+  assert_int_equal(
+      kit_metric(&k,
+                 "karpenter_pods_scheduling_decision_duration_seconds_count",
+                 NULL),
+      1);
+  {
+    /* Seen at 0, decided when the 1 s window closed. */
+    double took = kit_metric(
+        &k, "karpenter_pods_scheduling_decision_duration_seconds_sum", NULL);
+    assert_true(took >= 1 && took <= 1.1);
+  }
+  /* Later batches decide nothing new for it. */
+  kit_advance(&k, 30 * SEC);
+  assert_int_equal(
+      kit_metric(&k,
+                 "karpenter_pods_scheduling_decision_duration_seconds_count",
+                 NULL),
+      1);
+  kit_close(&k);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ignored_pods_and_decision_duration),
       cmocka_unit_test(test_window_then_one_claim),
       cmocka_unit_test(test_window_closes_at_max),
       cmocka_unit_test(test_fits_on_existing_node),

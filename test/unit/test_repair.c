@@ -70,6 +70,9 @@ static void test_repaired_after_the_toleration(void **state)
   kit_node(&k, "fine", "default", "c1.2VCPU-4GB");
   kit_node(&k, "good", "default", "c1.2VCPU-4GB");
   kit_node(&k, "okay", "default", "c1.2VCPU-4GB");
+  kit_pod(&k, "default", "web-1", "sick", 100, "");
+  kit_pod(&k, "default", "web-2", "sick", 100, "");
+  kit_pod(&k, "default", "web-3", "well", 100, "");
   kit_start(&k);
   goes_unknown(&k, "sick");
   kit_advance(&k, 30 * MINUTE - SEC);
@@ -89,6 +92,11 @@ static void test_repaired_after_the_toleration(void **state)
       kit_metric(&k, "karpenter_nodeclaims_disrupted_total",
                  (const char *const[]){"unhealthy", "default", "on-demand", "",
                                        "forceful", NULL}) == 1);
+  /* The two pods of the sick node, not the other node's. */
+  assert_true(kit_metric(&k, "karpenter_pods_disruption_initiated_total",
+                         (const char *const[]){"reason=\"unhealthy\"",
+                                               "default", "forceful", NULL}) ==
+              2);
   assert_false(deleting(&k, "well") || deleting(&k, "fine") ||
                deleting(&k, "good") || deleting(&k, "okay"));
   kit_close(&k);

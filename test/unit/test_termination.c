@@ -108,10 +108,16 @@ static void test_pdb_holds_the_drain_until_it_allows(void **state)
   kit_pod(&k, "default", "web", "n1", 100, "labels: {app: web}");
   pdb(&k, "web", 0);
   kit_start(&k);
+  kit_advance(&k, 60 * MINUTE);
   kit_delete(&k, "Node", "n1");
   kit_advance(&k, 2 * MINUTE);
   assert_true(kit_exists(&k, "Pod", "default/web"));
   assert_true(kit_exists(&k, "Node", "n1"));
+  /* Not terminated yet: no duration. */
+  assert_int_equal(
+      kit_metric(&k, "karpenter_nodes_termination_duration_seconds_count",
+                 NULL),
+      0);
   assert_int_equal(carp_fake_provider_count(k.provider), 1);
   assert_true(kit_events(&k, "FailedDraining") >= 1);
   /* Backed off: 100 ms doubling to 10 s, not a request per tick. */
@@ -128,6 +134,29 @@ static void test_pdb_holds_the_drain_until_it_allows(void **state)
   kit_advance(&k, 15 * SEC);
   assert_false(kit_exists(&k, "Pod", "default/web"));
   assert_false(kit_exists(&k, "Node", "n1"));
+  /* Karpenter's summary and lifetime histogram, observed once the
+   * finalizer is off: deleted 2 min 15 s at most before, an hour and two
+   * minutes old (above 1 h, within 2 h). */
+  assert_int_equal(
+      kit_metric(&k, "karpenter_nodes_termination_duration_seconds_count",
+                 CARP_VALUES("nodepool=\"default\"")),
+      1);
+  {
+    double took = kit_metric(
+        &k, "karpenter_nodes_termination_duration_seconds_sum", NULL);
+    assert_true(took >= 120 && took <= 135);
+    /* One observation: every quantile is it. */
+    assert_true(kit_metric(&k, "karpenter_nodes_termination_duration_seconds",
+                           CARP_VALUES("quantile=\"0.5\"")) == took);
+  }
+  assert_int_equal(
+      kit_metric(&k, "karpenter_nodes_lifetime_duration_seconds_bucket",
+                 CARP_VALUES("nodepool=\"default\"", "le=\"3600\"")),
+      0);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_nodes_lifetime_duration_seconds_bucket",
+                 CARP_VALUES("nodepool=\"default\"", "le=\"7200\"")),
+      1);
   kit_close(&k);
 }
 

@@ -1,0 +1,136 @@
+/* test_state_metrics.c: the cluster-state metrics that depend on time and
+ * the provider, on the kit: karpenter_pods_unbound_time_seconds (a series
+ * per unbound pod, gone once it binds or goes, capped by the pod series
+ * limit) and karpenter_nodepools_cost_total (the offering prices of each
+ * pool's NodeClaims). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "carpenter/metricsctl.h"
+#include "kit.h"
+
+#define SEC 1000ULL
+#define GIB (1LL << 30)
+
+static const struct carp_fake_instance_type types[] = {
+    {"c1.2VCPU-4GB", 2, 4 * GIB, 0.25},
+    {"c1.4VCPU-8GB", 4, 8 * GIB, 0.5},
+};
+
+static void setup(struct kit *k, size_t limit)
+{
+  struct carp_fake_provider_options po = {.types = types, .ntypes = 2};
+  struct kit_options ko = {.provider = &po};
+  struct carp_metricsctl_options mo = {.pod_series_limit = limit};
+  struct carp_controller *c = NULL;
+  kit_init(k, &ko);
+  assert_int_equal(carp_metricsctl_new(&k->env, &mo, &c), 0);
+  kit_add(k, c);
+  kit_nodeclass(k, "default");
+}
+
+static double unbound(struct kit *k, const char *name)
+{
+  char want[128];
+  snprintf(want, sizeof(want), "name=\"%s\"", name);
+  return kit_metric(k, "karpenter_pods_unbound_time_seconds",
+                    CARP_VALUES(want));
+}
+
+static size_t unbound_series(struct kit *k)
+{
+  struct carp_buf out;
+  const char *at;
+  size_t n = 0;
+  carp_buf_init(&out, CARP_BUF_UNLIMITED);
+  carp_metrics_render(k->metrics, &out);
+  for (at = carp_buf_cstr(&out);
+       (at = strstr(at, "\nkarpenter_pods_unbound_time_seconds{")); at++)
+    n++;
+  carp_buf_free(&out);
+  return n;
+}
+
+static void test_unbound_time_until_bound(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, 0);
+  kit_nodepool(&k, "default", "");
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  kit_start(&k);
+  kit_pod(&k, "default", "waits", NULL, 100, "");
+  kit_pod(&k, "default", "runs", "n1", 100, "");
+  kit_advance(&k, 90 * SEC);
+  /* Created at the fake time 90 s ago. */
+  assert_true(unbound(&k, "waits") == 90);
+  assert_int_equal(unbound_series(&k), 1);
+  kit_patch(&k, "Pod", "default/waits", "{spec: {nodeName: n1}}");
+  assert_int_equal(unbound_series(&k), 0);
+  kit_pod(&k, "default", "goes", NULL, 100, "");
+  assert_int_equal(unbound_series(&k), 1);
+  kit_delete(&k, "Pod", "default/goes");
+  assert_int_equal(unbound_series(&k), 0);
+  kit_close(&k);
+}
+
+static void test_unbound_time_respects_the_series_limit(void **state)
+{
+  struct kit k;
+  int i;
+  (void)state;
+  setup(&k, 3);
+  kit_start(&k);
+  for (i = 0; i < 5; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "p%d", i);
+    kit_pod(&k, "default", name, NULL, 100, "");
+  }
+  assert_int_equal(unbound_series(&k), 3);
+  kit_close(&k);
+}
+
+static void test_nodepool_cost(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, 0);
+  kit_nodepool(&k, "default", "");
+  kit_nodepool(&k, "big", "");
+  kit_nodepool(&k, "idle", "");
+  kit_node(&k, "a", "default", "c1.2VCPU-4GB");
+  kit_node(&k, "b", "default", "c1.4VCPU-8GB");
+  kit_node(&k, "c", "big", "c1.4VCPU-8GB");
+  kit_start(&k);
+  assert_true(kit_metric(&k, "karpenter_nodepools_cost_total",
+                         CARP_VALUES("nodepool=\"default\"")) == 0.75);
+  assert_true(kit_metric(&k, "karpenter_nodepools_cost_total",
+                         CARP_VALUES("nodepool=\"big\"")) == 0.5);
+  /* A pool without NodeClaims costs nothing, and says so. */
+  assert_int_equal(kit_metric(&k, "karpenter_nodepools_cost_total",
+                              CARP_VALUES("nodepool=\"idle\"")),
+                   0);
+  assert_true(unbound_series(&k) == 0);
+  /* A NodeClaim gone is no longer paid for. */
+  kit_patch(&k, "NodeClaim", "b", "{metadata: {finalizers: []}}");
+  kit_delete(&k, "NodeClaim", "b");
+  assert_true(kit_metric(&k, "karpenter_nodepools_cost_total",
+                         CARP_VALUES("nodepool=\"default\"")) == 0.25);
+  kit_close(&k);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_unbound_time_until_bound),
+      cmocka_unit_test(test_unbound_time_respects_the_series_limit),
+      cmocka_unit_test(test_nodepool_cost),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
