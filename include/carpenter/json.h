@@ -37,6 +37,9 @@ yajl_val carp_json_arr(yajl_val v, ...);
 /* Integer at path, from a JSON integer or a numeric string. Returns 0, or
  * CARP_ENOENT when absent, CARP_EPARSE when not an integer. */
 int carp_json_int(yajl_val v, int64_t *out, ...);
+/* A whole decimal integer (as strtoll reads it, all of s), or CARP_EPARSE:
+ * what carp_json_int accepts as the text of a number or a string. */
+int carp_json_int_text(const char *s, int64_t *out);
 /* Number (integer or not) at path, also from a numeric string. */
 int carp_json_double(yajl_val v, double *out, ...);
 /* Boolean at path: true/false, or 0/1 (Proxmox). */
