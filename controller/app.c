@@ -38,6 +38,7 @@
 #include "carpenter/nodeclass_controller.h"
 #include "carpenter/nodepool_controller.h"
 #include "carpenter/provisioner.h"
+#include "carpenter/repair.h"
 #include "carpenter/pve.h"
 #include "carpenter/rand.h"
 #include "carpenter/server.h"
@@ -63,13 +64,10 @@ struct app {
   struct carp_cluster *cluster;
   struct carp_provider *provider;
   struct carp_controller *provisioner; /* also in ctls */
-  struct carp_lifecycle *lifecycle;
-  struct carp_termination *termination;
   struct carp_clock *clock;
   struct carp_controller_env env; /* what every controller gets */
   struct carp_controller *ctls[MAX_CONTROLLERS]; /* on the skeleton */
   size_t nctls;
-  struct carp_metricsctl *metricsctl;
   char **pve_regions; /* --pve-config regions, for the NodeClass status */
   size_t npve_regions;
   struct carp_leader *leader;
@@ -106,18 +104,10 @@ static void on_user_closed(void *arg)
   struct app *a = arg;
   if (--a->closing_users > 0)
     return;
-  /* The status and metrics controllers' informer handlers are gone with
-   * the cluster state now. */
-  carp_metricsctl_free(a->metricsctl);
-  a->metricsctl = NULL;
   /* Its informer handlers are gone with the cluster state now. */
-  carp_termination_free(a->termination);
-  carp_lifecycle_free(a->lifecycle);
   while (a->nctls)
     carp_controller_free(a->ctls[--a->nctls]);
-  a->termination = NULL;
   a->provisioner = NULL;
-  a->lifecycle = NULL;
   if (a->kube)
     carp_kube_close(a->kube, on_kube_closed, a);
   a->kube = NULL;
@@ -167,18 +157,6 @@ static void app_stop(struct app *a, int exit_code)
 
   /* Phase 1: controllers stop acting and finish what is in flight. */
   a->closing_controllers = 1;
-  if (a->lifecycle) {
-    a->closing_controllers++;
-    carp_lifecycle_close(a->lifecycle, on_controller_closed, a);
-  }
-  if (a->metricsctl) {
-    a->closing_controllers++;
-    carp_metricsctl_close(a->metricsctl, on_controller_closed, a);
-  }
-  if (a->termination) {
-    a->closing_controllers++;
-    carp_termination_close(a->termination, on_controller_closed, a);
-  }
   for (i = 0; i < a->nctls; i++) {
     a->closing_controllers++;
     carp_controller_close(a->ctls[i], on_controller_closed, a);
@@ -239,25 +217,11 @@ static int check_crds(void *arg, struct carp_buf *why)
 
 /* ---- leadership ---- */
 
-/* Termination, disruption and garbage collection act from now on. */
-static void set_disruption_active(struct app *a)
-{
-  if (a->termination)
-    carp_termination_set_active(a->termination, 1);
-}
-
 static void set_controllers_active(struct app *a)
 {
   size_t i;
   for (i = 0; i < a->nctls; i++)
     carp_controller_set_active(a->ctls[i], 1);
-}
-
-/* The status and metrics controllers (they exist without a provider). */
-static void set_status_active(struct app *a)
-{
-  if (a->metricsctl)
-    carp_metricsctl_set_active(a->metricsctl, 1);
 }
 
 static void on_started_leading(void *arg)
@@ -268,10 +232,6 @@ static void on_started_leading(void *arg)
                                 .namespace = a->lease_namespace,
                                 .name = a->opts->leader_election_name,
                                 .uid = NULL};
-  if (a->lifecycle)
-    carp_lifecycle_set_active(a->lifecycle, 1);
-  set_status_active(a);
-  set_disruption_active(a);
   set_controllers_active(a);
   /* As client-go's leader election does, say so on the Lease. */
   carp_recorder_event(a->recorder, &t, CARP_EVENT_NORMAL, "LeaderElection",
@@ -404,10 +364,8 @@ static int start_disruption(struct app *a)
   struct carp_gc_options go;
   int rc;
   memset(&to, 0, sizeof(to));
-  to.recorder = a->recorder;
-  to.metrics = a->metrics;
-  rc = carp_termination_new(&a->loop, a->cluster, a->kube, a->provider, &to,
-                            &a->termination);
+  rc =
+      add_controller(a, carp_termination_new(&a->env, &to, &a->ctls[a->nctls]));
   if (rc)
     return rc;
   memset(&dopt, 0, sizeof(dopt));
@@ -421,6 +379,14 @@ static int start_disruption(struct app *a)
       (rc = add_controller(
            a, carp_disruption_conditions_new(&a->env, &a->ctls[a->nctls]))))
     return rc;
+  if (a->opts->node_repair) {
+    struct carp_repair_options ro = {
+        .toleration_ms = (uint64_t)a->opts->node_repair_toleration_ms,
+        .max_unhealthy_percent = a->opts->node_repair_max_unhealthy};
+    rc = add_controller(a, carp_repair_new(&a->env, &ro, &a->ctls[a->nctls]));
+    if (rc)
+      return rc;
+  }
   memset(&go, 0, sizeof(go));
   go.interval_ms = (uint64_t)a->opts->gc_interval_ms;
   go.leaked_vm_grace_ms = (uint64_t)a->opts->gc_leaked_vm_grace_ms;
@@ -436,12 +402,12 @@ static int start_controllers(struct app *a)
   struct carp_metricsctl_options mo;
   int rc;
   memset(&mo, 0, sizeof(mo));
-  mo.metrics = a->metrics;
   mo.pod_series_limit = (size_t)a->opts->metrics_pod_series_limit;
   memset(&npo, 0, sizeof(npo));
   npo.on_ready = on_pool_ready;
   npo.on_ready_arg = a;
-  if ((rc = carp_metricsctl_new(&a->loop, a->cluster, &mo, &a->metricsctl)) ||
+  if ((rc = add_controller(
+           a, carp_metricsctl_new(&a->env, &mo, &a->ctls[a->nctls]))) ||
       (rc = add_controller(
            a, carp_nodepool_controller_new(&a->env, &npo, &a->ctls[a->nctls]))))
     return rc;
@@ -451,6 +417,7 @@ static int start_controllers(struct app *a)
   nco.regions = (const char *const *)a->pve_regions;
   nco.nregions = a->npve_regions;
   nco.region_status = carp_pve_provider_region_status;
+  nco.templates = carp_pve_provider_templates;
   rc = add_controller(
       a, carp_nodeclass_controller_new(&a->env, &nco, &a->ctls[a->nctls]));
   if (rc)
@@ -464,10 +431,9 @@ static int start_controllers(struct app *a)
     return rc;
   a->provisioner = a->ctls[a->nctls - 1];
   memset(&lo, 0, sizeof(lo));
-  lo.recorder = a->recorder;
-  lo.metrics = a->metrics;
-  rc = carp_lifecycle_new(&a->loop, a->cluster, a->kube, a->provider, &lo,
-                          &a->lifecycle);
+  lo.launch_timeout_ms = (uint64_t)a->opts->launch_timeout_ms;
+  lo.registration_timeout_ms = (uint64_t)a->opts->registration_timeout_ms;
+  rc = add_controller(a, carp_lifecycle_new(&a->env, &lo, &a->ctls[a->nctls]));
   if (rc)
     return rc;
   return start_disruption(a);
@@ -548,10 +514,6 @@ static int start_kube(struct app *a)
   if (!a->opts->leader_elect) {
     CARP_LOG_INFO("main", "leader election disabled: acting as the only "
                           "replica");
-    if (a->lifecycle)
-      carp_lifecycle_set_active(a->lifecycle, 1);
-    set_status_active(a);
-    set_disruption_active(a);
     set_controllers_active(a);
     return 0;
   }

@@ -21,12 +21,14 @@ enum opt_type {
   OPT_PORT,
   OPT_BOOL,
   OPT_DURATION,
+  OPT_POSITIVE_DURATION,
   OPT_POSITIVE_FLOAT,
   OPT_POSITIVE_INT,
   OPT_LOG_LEVEL,
   OPT_LOG_FORMAT,
   OPT_NAME,
   OPT_IP,
+  OPT_PERCENT,
 };
 
 struct opt {
@@ -103,27 +105,48 @@ static const struct opt opts[] = {
     {"kube-client-burst", "KUBE_CLIENT_BURST", OPT_POSITIVE_INT, "300",
      OFF(kube_client_burst), "N",
      "Burst of requests allowed above --kube-client-qps."},
-    {"disruption-poll-interval", "DISRUPTION_POLL_INTERVAL", OPT_DURATION,
-     "10s", OFF(disruption_poll_ms), "DURATION",
+    {"disruption-poll-interval", "DISRUPTION_POLL_INTERVAL",
+     OPT_POSITIVE_DURATION, "10s", OFF(disruption_poll_ms), "DURATION",
      "How often the disruption controller looks for empty, underused and "
      "expired nodes."},
-    {"disruption-validation-delay", "DISRUPTION_VALIDATION_DELAY", OPT_DURATION,
-     "15s", OFF(disruption_validation_ms), "DURATION",
+    {"disruption-validation-delay", "DISRUPTION_VALIDATION_DELAY",
+     OPT_POSITIVE_DURATION, "15s", OFF(disruption_validation_ms), "DURATION",
      "How long a disruption decision waits before it is checked again and "
      "carried out."},
-    {"disruption-command-timeout", "DISRUPTION_COMMAND_TIMEOUT", OPT_DURATION,
-     "10m", OFF(disruption_command_timeout_ms), "DURATION",
+    {"disruption-command-timeout", "DISRUPTION_COMMAND_TIMEOUT",
+     OPT_POSITIVE_DURATION, "10m", OFF(disruption_command_timeout_ms),
+     "DURATION",
      "How long a consolidation's replacement may take to initialize before "
      "the command is rolled back (and how long disrupted nodes may take to "
      "go before the next decision)."},
-    {"gc-interval", "GC_INTERVAL", OPT_DURATION, "2m", OFF(gc_interval_ms),
-     "DURATION",
+    {"gc-interval", "GC_INTERVAL", OPT_POSITIVE_DURATION, "2m",
+     OFF(gc_interval_ms), "DURATION",
      "How often VMs are compared with NodeClaims to remove leaked VMs and "
      "NodeClaims whose VM is gone."},
-    {"gc-leaked-vm-grace", "GC_LEAKED_VM_GRACE", OPT_DURATION, "5m",
+    {"gc-leaked-vm-grace", "GC_LEAKED_VM_GRACE", OPT_POSITIVE_DURATION, "5m",
      OFF(gc_leaked_vm_grace_ms), "DURATION",
      "How long a VM tagged for this cluster may stay without a NodeClaim "
      "before it is deleted."},
+    {"nodeclaim-launch-timeout", "NODECLAIM_LAUNCH_TIMEOUT",
+     OPT_POSITIVE_DURATION, "5m", OFF(launch_timeout_ms), "DURATION",
+     "How long a NodeClaim may take to be launched (its VM created) before "
+     "it is deleted and its pods are provisioned for again."},
+    {"nodeclaim-registration-timeout", "NODECLAIM_REGISTRATION_TIMEOUT",
+     OPT_POSITIVE_DURATION, "15m", OFF(registration_timeout_ms), "DURATION",
+     "How long a launched NodeClaim's Node may take to register before the "
+     "NodeClaim and its VM are deleted."},
+    {"node-repair", "NODE_REPAIR", OPT_BOOL, "true", OFF(node_repair), "BOOL",
+     "Replace nodes whose Ready condition has been False or Unknown for "
+     "--node-repair-toleration (Karpenter's NodeRepair)."},
+    {"node-repair-toleration", "NODE_REPAIR_TOLERATION", OPT_POSITIVE_DURATION,
+     "30m", OFF(node_repair_toleration_ms), "DURATION",
+     "How long a node may be NotReady before it is repaired (its NodeClaim "
+     "deleted forcefully)."},
+    {"node-repair-max-unhealthy", "NODE_REPAIR_MAX_UNHEALTHY", OPT_PERCENT,
+     "20%", OFF(node_repair_max_unhealthy), "PERCENT",
+     "Repair is held while more than this share of a NodePool's nodes "
+     "(rounded up) is unhealthy: a whole pool going NotReady is an outage "
+     "that new nodes would not fix."},
 };
 
 static const char *type_hint(enum opt_type t)
@@ -135,6 +158,8 @@ static const char *type_hint(enum opt_type t)
     return "true or false";
   case OPT_DURATION:
     return "a duration such as 500ms, 1s or 1m30s";
+  case OPT_POSITIVE_DURATION:
+    return "a duration greater than 0 such as 500ms, 1s or 1m30s";
   case OPT_POSITIVE_FLOAT:
     return "a number greater than 0";
   case OPT_POSITIVE_INT:
@@ -151,6 +176,8 @@ static const char *type_hint(enum opt_type t)
   case OPT_IP:
     return "an IP address such as 127.0.0.1, 0.0.0.0 or :: (without a port: "
            "the port has a flag of its own)";
+  case OPT_PERCENT:
+    return "a percentage from 0% to 100%";
   }
   return "a valid value";
 }
@@ -228,6 +255,11 @@ static int apply(struct carp_options *o, const struct opt *opt,
     return parse_bool(value, (int *)field);
   case OPT_DURATION:
     return carp_duration_parse(value, 0, (int64_t *)field) ? CARP_EINVAL : 0;
+  case OPT_POSITIVE_DURATION:
+    if (carp_duration_parse(value, 0, (int64_t *)field) ||
+        *(int64_t *)field <= 0)
+      return CARP_EINVAL;
+    return 0;
   case OPT_POSITIVE_FLOAT:
     errno = 0;
     d = strtod(value, &end);
@@ -240,6 +272,18 @@ static int apply(struct carp_options *o, const struct opt *opt,
       return CARP_EINVAL;
     *(int *)field = (int)l;
     return 0;
+  case OPT_PERCENT: {
+    char num[16];
+    size_t n = strlen(value);
+    if (n < 2 || n >= sizeof(num) || value[n - 1] != '%')
+      return CARP_EINVAL;
+    memcpy(num, value, n - 1);
+    num[n - 1] = 0;
+    if (parse_long(num, 0, 100, &l))
+      return CARP_EINVAL;
+    *(int *)field = (int)l;
+    return 0;
+  }
   case OPT_LOG_LEVEL:
     return carp_log_level_parse(value, (enum carp_log_level *)field);
   case OPT_LOG_FORMAT:
@@ -378,15 +422,6 @@ enum carp_options_result carp_options_parse(struct carp_options *o, int argc,
     }
   }
 
-  if (o->disruption_poll_ms <= 0 || o->disruption_validation_ms <= 0 ||
-      o->disruption_command_timeout_ms <= 0 || o->gc_interval_ms <= 0 ||
-      o->gc_leaked_vm_grace_ms <= 0) {
-    fprintf(err, "carpenter: --disruption-poll-interval, "
-                 "--disruption-validation-delay, "
-                 "--disruption-command-timeout, --gc-interval and "
-                 "--gc-leaked-vm-grace must be greater than 0\n");
-    return CARP_OPTIONS_ERROR;
-  }
   if (o->metrics_port && o->metrics_port == o->health_probe_port &&
       strcmp(o->metrics_bind_address, o->health_probe_bind_address)) {
     fprintf(err, "carpenter: --metrics-port and --health-probe-port are the "

@@ -33,6 +33,11 @@ struct carp_options {
   int64_t gc_interval_ms;                /* --gc-interval */
   int64_t gc_leaked_vm_grace_ms;         /* --gc-leaked-vm-grace */
   int metrics_pod_series_limit;          /* --metrics-pod-series-limit */
+  int64_t launch_timeout_ms;             /* --nodeclaim-launch-timeout */
+  int64_t registration_timeout_ms;       /* --nodeclaim-registration-timeout */
+  int node_repair;                       /* --node-repair */
+  int64_t node_repair_toleration_ms;     /* --node-repair-toleration */
+  int node_repair_max_unhealthy;         /* --node-repair-max-unhealthy, % */
 };
 
 enum carp_options_result {

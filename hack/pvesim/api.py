@@ -83,6 +83,10 @@ def h_clone(ctx):
     return ctx.sim.clone(_node(ctx), ctx.p["vmid"], ctx.p, ctx.token)
 
 
+def h_template(ctx):
+    return ctx.sim.make_template(_node(ctx), ctx.p["vmid"], ctx.p, ctx.token)
+
+
 def h_resize(ctx):
     return ctx.sim.resize(_node(ctx), ctx.p["vmid"], ctx.p, ctx.token)
 
@@ -204,6 +208,7 @@ ROUTES = {
     ("PUT", Q + "/config"): h_config_put,
     ("GET", Q + "/pending"): h_pending,
     ("POST", Q + "/clone"): h_clone,
+    ("POST", Q + "/template"): h_template,
     ("PUT", Q + "/resize"): h_resize,
     ("GET", Q + "/status"): h_status_index,
     ("POST", Q + "/status/start"): h_start,

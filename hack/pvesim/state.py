@@ -952,6 +952,29 @@ class Sim:
                                    force=p.get("forceStop") == "1")
         return self._stop_task(node, int(vmid), user, "qmstop", self.opts.stop_seconds)
 
+    def make_template(self, node, vmid, p, token):
+        """POST /nodes/{node}/qemu/{vmid}/template: a stopped VM becomes a
+        template (qm template), in a qmtemplate task."""
+        user = self._user(token)
+        vmid = int(vmid)
+
+        def body(task):
+            yield Lock(vmid)
+            cur = self.vms.get(vmid)
+            if cur is None or cur.node != node:
+                raise TaskError("unable to find configuration file for VM %d on node '%s'"
+                                % (vmid, node))
+            self.check_lock(cur, TaskError)
+            if cur.template:
+                raise TaskError("you can't convert a template to a template")
+            if cur.running:
+                raise TaskError("you can't convert a VM to template if VM is running")
+            yield Work(self.opts.task_seconds)
+            cur.conf["template"] = "1"
+            return 0
+
+        return self.tasks.start(node, "qmtemplate", vmid, user, body).upid
+
     def _stop_task(self, node, vmid, user, ttype, seconds, timeout=None, force=False):
         def body(task):
             yield Lock(vmid)

@@ -211,6 +211,20 @@ int carp_write_claim_condition(struct carp_controller *c, const char *key,
                                const char *type, int status, const char *reason,
                                const char *message, carp_write_cb cb,
                                void *arg);
+struct carp_nodepool;
+/* A NodePool status condition, only when the cached one is Unknown (or
+ * absent): the first word after a reset wins, as Karpenter's
+ * NodeRegistrationHealthy. A side write (no callback). Returns 1 when
+ * there was nothing to change. */
+int carp_write_pool_condition_once(struct carp_controller *c,
+                                   const struct carp_nodepool *np,
+                                   const char *type, int status,
+                                   const char *reason, const char *message);
+/* Stamps karpenter.sh/nodeclaim-termination-timestamp (at_ms) on a
+ * NodeClaim, conditional on its cached resourceVersion. */
+int carp_write_termination_stamp(struct carp_controller *c, const char *key,
+                                 const struct carp_nodeclaim *nc, int64_t at_ms,
+                                 carp_write_cb cb, void *arg);
 /* Deletes a NodeClaim with its UID as precondition. */
 int carp_write_delete_claim(struct carp_controller *c, const char *key,
                             const struct carp_nodeclaim *nc, carp_write_cb cb,

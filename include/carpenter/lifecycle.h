@@ -18,6 +18,10 @@
  *                 termination controller drains it), delete the VM until
  *                 the provider says it is gone, remove the finalizer.
  *
+ * Writes per NodeClaim, from creation to initialized: the write-ahead
+ * record (VMID annotation, instance labels, finalizer), the launch result
+ * (status), registration (status; Initialized too when the Node joins
+ * Ready), and Initialized on its own only for a Node that joined NotReady.
  * Every write carries a resourceVersion precondition; a stale cache only
  * costs a retry. Work for one NodeClaim is serialised by the work queue;
  * launches run beside it and re-queue their NodeClaim when done. */
@@ -26,36 +30,17 @@
 
 #include <stdint.h>
 
-#include <uv.h>
-
-#include "carpenter/cluster.h"
-#include "carpenter/events.h"
-#include "carpenter/kube.h"
-#include "carpenter/provider.h"
-
-struct carp_lifecycle;
-struct carp_metrics;
+#include "carpenter/controller.h"
 
 struct carp_lifecycle_options {
-  struct carp_recorder *recorder;
-  struct carp_metrics *metrics;
   unsigned concurrency;             /* default 64 */
   uint64_t launch_timeout_ms;       /* default 5 minutes */
   uint64_t registration_timeout_ms; /* default 15 minutes */
 };
 
-/* Adds informer handlers: call before carp_cluster_start(). */
-int carp_lifecycle_new(uv_loop_t *loop, struct carp_cluster *cluster,
-                       struct carp_kube *kube, struct carp_provider *provider,
+/* The controller "nodeclaim.lifecycle" (env->provider required). */
+int carp_lifecycle_new(const struct carp_controller_env *env,
                        const struct carp_lifecycle_options *o,
-                       struct carp_lifecycle **out);
-/* Acts only while active (the leader); activating queues every NodeClaim. */
-void carp_lifecycle_set_active(struct carp_lifecycle *l, int active);
-/* Stops, cancels launches and deletes in flight, waits for every callback,
- * then calls cb. The informer handlers stay registered: free only after
- * the cluster state (its informers) is closed. */
-void carp_lifecycle_close(struct carp_lifecycle *l, void (*cb)(void *arg),
-                          void *arg);
-void carp_lifecycle_free(struct carp_lifecycle *l);
+                       struct carp_controller **out);
 
 #endif

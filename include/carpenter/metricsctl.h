@@ -26,33 +26,20 @@
 #ifndef CARP_METRICSCTL_H
 #define CARP_METRICSCTL_H
 
-#include <uv.h>
+#include <stddef.h>
 
-#include "carpenter/cluster.h"
-
-struct carp_metricsctl;
-struct carp_metrics;
+#include "carpenter/controller.h"
 
 struct carp_metricsctl_options {
-  struct carp_metrics *metrics; /* required */
   /* karpenter_pods_state series at most (pods needing attention first);
    * 0: 5000. */
   size_t pod_series_limit;
 };
 
-/* Registers the families and adds a pod informer handler: call before
- * carp_cluster_start(). */
-int carp_metricsctl_new(uv_loop_t *loop, struct carp_cluster *cluster,
+/* The controller "metrics.state" (env->metrics required): registers the
+ * families; closing it detaches the streamed ones. */
+int carp_metricsctl_new(const struct carp_controller_env *env,
                         const struct carp_metricsctl_options *o,
-                        struct carp_metricsctl **out);
-/* Durations are observed only while active. */
-void carp_metricsctl_set_active(struct carp_metricsctl *m, int active);
-/* Detaches the streamed families (they render nothing afterwards) and
- * stops observing; cb runs from the loop. The struct stays allocated for
- * the informer handler, which may run until the cluster state is closed:
- * free it after that. */
-void carp_metricsctl_close(struct carp_metricsctl *m, void (*cb)(void *arg),
-                           void *arg);
-void carp_metricsctl_free(struct carp_metricsctl *m);
+                        struct carp_controller **out);
 
 #endif

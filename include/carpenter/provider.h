@@ -140,6 +140,9 @@ struct carp_provider_reservation {
   const char *zone;
   int64_t vmid;
   const char *value; /* "<region>/<zone>/<vmid>", the annotation's value */
+  /* The instance planned (type, size, zone): the controller records its
+   * labels with the annotation. NULL when not known. */
+  const struct carp_provider_instance *inst;
 };
 
 /* The lifecycle controller's answer: 0 once the annotation is stored, or a

@@ -253,6 +253,15 @@ int carp_pve_provider_refresh(struct carp_provider *p,
  * cache. */
 int carp_pve_provider_ice_cached(struct carp_provider *p, const char *type,
                                  const char *region, const char *zone);
+/* The template each usable host would clone for a class now (the class's
+ * status.templates; fits carp_nodeclass_controller_options.templates):
+ * *out freed with carp_free, its strings interned. A new template there
+ * changes the status, and the class's NodeClaims are looked at for drift. */
+struct carp_nodeclass_template;
+int carp_pve_provider_templates(struct carp_provider *p,
+                                const struct carp_nodeclass *nc,
+                                struct carp_nodeclass_template **out,
+                                size_t *n);
 /* The client of a region (tests and the NodeClass controller). */
 struct carp_pve_client *carp_pve_provider_client(struct carp_provider *p,
                                                  const char *region);

@@ -465,6 +465,10 @@ int carp_sched_host_ports_conflict(const struct carp_sched_host_port *a,
 /* Allocatable amount of resource name, in millis. */
 int64_t carp_sched_allocatable(const struct carp_sched_instance_type *it,
                                const char *name);
+/* Is key one of the taints the kubelet and the node lifecycle controller
+ * set and remove by themselves (node.kubernetes.io/not-ready, unreachable,
+ * network-unavailable, node.cloudprovider.kubernetes.io/uninitialized)? */
+int carp_sched_taint_ephemeral(const char *key);
 /* Is key one of the well-known labels above (minus hostname)? */
 int carp_sched_well_known(const char *key);
 /* Does a label value satisfy an integer operator (GT, LT, GTE, LTE)? The

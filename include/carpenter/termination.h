@@ -53,37 +53,17 @@
 
 #include <stdint.h>
 
-#include <uv.h>
-
 #include "carpenter/cluster.h"
-#include "carpenter/events.h"
-#include "carpenter/kube.h"
-#include "carpenter/provider.h"
-
-struct carp_termination;
-struct carp_metrics;
+#include "carpenter/controller.h"
 
 struct carp_termination_options {
-  struct carp_recorder *recorder; /* optional */
-  struct carp_metrics *metrics;   /* optional */
-  unsigned concurrency;           /* Nodes reconciled at once; default 64 */
+  unsigned concurrency; /* Nodes reconciled at once; default 64 */
 };
 
-/* Adds informer handlers: call before carp_cluster_start(). When adding
- * them fails, *out is set all the same (close and free it). */
-int carp_termination_new(uv_loop_t *loop, struct carp_cluster *cluster,
-                         struct carp_kube *kube, struct carp_provider *provider,
+/* The controller "node.termination" (env->provider required). */
+int carp_termination_new(const struct carp_controller_env *env,
                          const struct carp_termination_options *o,
-                         struct carp_termination **out);
-/* Acts only while active (the leader); activating queues every Node being
- * deleted. */
-void carp_termination_set_active(struct carp_termination *t, int active);
-/* Stops: evictions and provider calls in flight are cancelled, then cb.
- * The struct stays allocated for the informer handlers, which may run
- * until the cluster state is closed: free it after that. */
-void carp_termination_close(struct carp_termination *t, void (*cb)(void *arg),
-                            void *arg);
-void carp_termination_free(struct carp_termination *t);
+                         struct carp_controller **out);
 
 /* ---- pure helpers (exposed for tests and the disruption controller) ---- */
 

@@ -13,6 +13,8 @@
 #include "carpenter/json.h"
 #include "carpenter/log.h"
 #include "carpenter/nodeclaim.h"
+#include "carpenter/nodepool.h"
+#include "carpenter/timeutil.h"
 
 struct write_ctx {
   struct carp_controller *c;
@@ -227,6 +229,77 @@ int carp_write_claim_condition(struct carp_controller *c, const char *key,
     carp_buf_free(&body);
   }
   carp_nodeclaim_status_cleanup(&st);
+  return rc;
+}
+
+int carp_write_pool_condition_once(struct carp_controller *c,
+                                   const struct carp_nodepool *np,
+                                   const char *type, int status,
+                                   const char *reason, const char *message)
+{
+  struct carp_kube_ref ref = carp_ref_nodepool(np->meta.name, "status");
+  const struct carp_condition *now =
+      carp_conditions_get(&np->status.conditions, type);
+  struct carp_conditions conds;
+  struct carp_buf body;
+  struct carp_jw w;
+  int rc;
+  if (now && now->status != CARP_COND_UNKNOWN)
+    return 1;
+  carp_conditions_copy(&conds, &np->status.conditions);
+  carp_conditions_set(&conds, &carp_condset_nodepool, type,
+                      (enum carp_cond_status)status, reason,
+                      message ? message : "", np->meta.generation,
+                      carp_controller_now(c));
+  /* A merge patch replaces the whole list: the resourceVersion keeps it
+   * from undoing a concurrent change to another condition. */
+  carp_buf_init(&body, CARP_BUF_UNLIMITED);
+  carp_jw_init(&w, &body);
+  carp_jw_obj(&w);
+  carp_jw_key(&w, "metadata");
+  carp_jw_obj(&w);
+  carp_jw_kstr(&w, "resourceVersion", np->meta.resource_version);
+  carp_jw_obj_end(&w);
+  carp_jw_key(&w, "status");
+  carp_jw_obj(&w);
+  carp_jw_key(&w, "conditions");
+  carp_conditions_encode(&w, &conds);
+  carp_jw_obj_end(&w);
+  carp_jw_obj_end(&w);
+  rc = carp_jw_finish(&w);
+  if (!rc)
+    rc = carp_write_patch(c, NULL, &ref, body.ptr, body.len, NULL, NULL);
+  carp_buf_free(&body);
+  carp_conditions_cleanup(&conds);
+  return rc;
+}
+
+int carp_write_termination_stamp(struct carp_controller *c, const char *key,
+                                 const struct carp_nodeclaim *nc, int64_t at_ms,
+                                 carp_write_cb cb, void *arg)
+{
+  struct carp_kube_ref ref = carp_ref_nodeclaim(nc->meta.name, NULL);
+  char ts[CARP_RFC3339_LEN];
+  struct carp_buf body;
+  struct carp_jw w;
+  int rc;
+  carp_time_format_rfc3339(at_ms, 0, ts);
+  carp_buf_init(&body, 4096);
+  carp_jw_init(&w, &body);
+  carp_jw_obj(&w);
+  carp_jw_key(&w, "metadata");
+  carp_jw_obj(&w);
+  carp_jw_kstr(&w, "resourceVersion", nc->meta.resource_version);
+  carp_jw_key(&w, "annotations");
+  carp_jw_obj(&w);
+  carp_jw_kstr(&w, CARP_ANN_TERMINATION_TS, ts);
+  carp_jw_obj_end(&w);
+  carp_jw_obj_end(&w);
+  carp_jw_obj_end(&w);
+  rc = carp_jw_finish(&w);
+  if (!rc)
+    rc = carp_write_patch(c, key, &ref, body.ptr, body.len, cb, arg);
+  carp_buf_free(&body);
   return rc;
 }
 

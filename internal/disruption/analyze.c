@@ -7,10 +7,11 @@
  * being deleted, marked for deletion, without a Node or with a NotReady
  * Node are already disrupting and use up every reason's budget.
  * Candidates follow NewCandidate: initialized, not disrupting, the pool
- * exists, is not static and consolidates (consolidateAfter not Never), no
- * do-not-disrupt on the Node or its pods, no pod whose PodDisruptionBudget
- * allows no eviction, no nomination for pending pods, and nothing moved on
- * the Node for consolidateAfter. They are ordered by Karpenter's
+ * exists and is not static, no do-not-disrupt on the Node or its pods, no
+ * pod whose PodDisruptionBudget allows no eviction, no nomination for
+ * pending pods; and either drifted (Drifted=True) or consolidatable (the
+ * pool consolidates - consolidateAfter not Never - and nothing moved on
+ * the Node for consolidateAfter). They are ordered by Karpenter's
  * disruption cost - the eviction cost of their pods (priority and
  * pod-deletion-cost) times the share of their lifetime left - cheapest
  * first. */
@@ -118,8 +119,6 @@ const char *carp__dis_blocked(const struct carp_cluster *c,
     return "its NodePool does not exist";
   if (np->has_replicas)
     return "its NodePool is static";
-  if (np->consolidate_after_ms == CARP_DURATION_NEVER)
-    return "its NodePool has consolidateAfter: Never";
   ann = carp_kvset_get(node->meta.annotations, CARP_ANN_DO_NOT_DISRUPT);
   if (ann && !strcmp(ann, "true"))
     return "the node has the karpenter.sh/do-not-disrupt annotation";
@@ -325,6 +324,7 @@ void carp__dis_analyze(const struct carp_cluster *c,
       const struct carp_nodeclaim *nc =
           (const struct carp_nodeclaim *)claims[i];
       const struct carp_node *node = carp_cluster_node_of_nodeclaim(c, nc);
+      const struct carp_condition *drift;
       struct dis_cand cand;
       const char *why;
       size_t resched;
@@ -347,13 +347,21 @@ void carp__dis_analyze(const struct carp_cluster *c,
         p->disruption += cand.disruption;
       }
       why = carp__dis_blocked(c, nc, node, p->np, now_ms, &resched, why_buf);
-      /* Not yet, or never (static pools): nothing to report. */
-      if (p->np->has_replicas ||
-          now_ms - carp__dis_since(c, nc, node, active_since_ms) <
-              p->np->consolidate_after_ms)
+      cand.consolidatable =
+          !p->np->has_replicas &&
+          p->np->consolidate_after_ms != CARP_DURATION_NEVER &&
+          now_ms - carp__dis_since(c, nc, node, active_since_ms) >=
+              p->np->consolidate_after_ms;
+      drift = carp_conditions_get(&nc->status.conditions, CARP_COND_DRIFTED);
+      cand.drifted =
+          drift && drift->status == CARP_COND_TRUE && !p->np->has_replicas;
+      cand.drifted_ms = drift ? drift->transition_ms : 0;
+      /* Not yet, or never: nothing to report. */
+      if (!cand.consolidatable && !cand.drifted)
         continue;
       if (why) {
-        add_blocked(out, &bcap, nc, node, why, why_buf);
+        if (cand.consolidatable)
+          add_blocked(out, &bcap, nc, node, why, why_buf);
         continue;
       }
       if (out->ncands == cap) {
@@ -366,9 +374,9 @@ void carp__dis_analyze(const struct carp_cluster *c,
       cand.empty = resched == 0;
       cand.npods = resched;
       out->cands[out->ncands++] = cand;
-      p->cands++;
-      if (resched == 0)
-        p->empty++;
+      p->cands += cand.consolidatable;
+      p->empty += cand.consolidatable && resched == 0;
+      p->drifted += cand.drifted;
     }
     for (r = 0; r < CARP_DISRUPT_NREASONS; r++) {
       p->budget[r] = carp_nodepool_allowed_disruptions(

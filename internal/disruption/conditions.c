@@ -7,10 +7,16 @@
  *                            quiet time survives a change of leader;
  *   Consolidatable           True once the node has been quiet for its
  *                            pool's consolidateAfter, removed when a pod
- *                            comes or goes.
+ *                            comes or goes;
+ *   Drifted                  True, with the reason (drift.c), on a
+ *                            launched NodeClaim that its NodePool or class
+ *                            would no longer make; removed when that
+ *                            changes back, or while it is not launched.
  *
- * Both go in one status write. A NodeClaim that is not quiet yet waits on
- * the clock for exactly the time left. */
+ * All go in one status write. A NodeClaim that is not quiet yet waits on
+ * the clock for exactly the time left; drift is looked at again on every
+ * change of the claim, its NodePool or its class, and every 5 minutes for
+ * what only the provider sees (a template replaced in Proxmox). */
 #include <string.h>
 
 #include "carpenter/alloc.h"
@@ -20,6 +26,7 @@
 #include "disruption_int.h"
 
 #define POD_EVENT_DEDUPE_MS 5000
+#define DRIFT_RESYNC_MS     (5 * 60 * 1000)
 
 struct claim_conditions {
   struct carp_controller base;
@@ -39,6 +46,50 @@ static void on_written(struct carp_controller *c, const char *key,
     carp_write_done(c, key, res);
 }
 
+/* Drifted on a launched claim, as drift.c finds it; 1 when st changed. */
+static int set_drifted(struct carp_controller *c,
+                       const struct carp_nodeclaim *nc,
+                       const struct carp_nodepool *np,
+                       struct carp_nodeclaim_status *st, int64_t now)
+{
+  const char *reason = NULL;
+  if (carp_conditions_is_true(&nc->status.conditions, CARP_COND_LAUNCHED))
+    reason = carp__dis_drift_reason(c->env.cluster, c->env.provider, nc, np);
+  if (!reason)
+    return carp_conditions_clear(&st->conditions, CARP_COND_DRIFTED);
+  return carp_conditions_set(&st->conditions, &carp_condset_nodeclaim,
+                             CARP_COND_DRIFTED, CARP_COND_TRUE, reason, reason,
+                             nc->meta.generation, now);
+}
+
+/* Writes st when it changed, else waits after_ms (0: for an event). */
+static void finish(struct carp_controller *c, const char *key,
+                   const struct carp_nodeclaim *nc,
+                   struct carp_nodeclaim_status *st, int changed,
+                   uint64_t after)
+{
+  struct carp_buf body;
+  int rc;
+  if (!changed) {
+    carp_nodeclaim_status_cleanup(st);
+    if (after)
+      carp_controller_done(c, key, CARP_RECONCILE_REQUEUE_AFTER, after);
+    else
+      carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
+    return;
+  }
+  carp_buf_init(&body, CARP_BUF_UNLIMITED);
+  rc = carp_nodeclaim_status_patch(st, nc->meta.resource_version, &body);
+  if (!rc) {
+    struct carp_kube_ref ref = carp_ref_nodeclaim(nc->meta.name, "status");
+    rc = carp_write_patch(c, key, &ref, body.ptr, body.len, on_written, NULL);
+  }
+  carp_buf_free(&body);
+  carp_nodeclaim_status_cleanup(st);
+  if (rc)
+    carp_controller_done(c, key, CARP_RECONCILE_ERROR, 0);
+}
+
 static void reconcile(struct carp_controller *c, const char *key)
 {
   struct claim_conditions *cc = CC(c);
@@ -46,14 +97,12 @@ static void reconcile(struct carp_controller *c, const char *key)
   const struct carp_nodepool *np;
   const struct carp_node *node;
   struct carp_nodeclaim_status st;
-  struct carp_buf body;
   const char *pool;
   int64_t now = carp_controller_now(c), event, since;
   uint64_t after = 0;
-  int changed = 0, want, rc;
+  int changed, want;
 
-  if (!nc || nc->meta.deletion_ms || !carp__dis_managed(nc) ||
-      !carp_conditions_is_true(&nc->status.conditions, CARP_COND_INITIALIZED)) {
+  if (!nc || nc->meta.deletion_ms || !carp__dis_managed(nc)) {
     carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
     return;
   }
@@ -61,6 +110,11 @@ static void reconcile(struct carp_controller *c, const char *key)
   np = pool ? carp_cluster_nodepool(c->env.cluster, pool) : NULL;
   node = carp_cluster_node_of_nodeclaim(c->env.cluster, nc);
   carp_nodeclaim_status_copy(&st, &nc->status);
+  changed = set_drifted(c, nc, np, &st, now);
+  if (!carp_conditions_is_true(&nc->status.conditions, CARP_COND_INITIALIZED)) {
+    finish(c, key, nc, &st, changed, 0);
+    return;
+  }
   event =
       node ? carp_cluster_last_pod_event(c->env.cluster, node->meta.name) : 0;
   if (event > st.last_pod_event_ms) {
@@ -88,24 +142,7 @@ static void reconcile(struct carp_controller *c, const char *key)
     if (!after || left < after)
       after = left;
   }
-  if (!changed) {
-    carp_nodeclaim_status_cleanup(&st);
-    if (after)
-      carp_controller_done(c, key, CARP_RECONCILE_REQUEUE_AFTER, after);
-    else
-      carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
-    return;
-  }
-  carp_buf_init(&body, CARP_BUF_UNLIMITED);
-  rc = carp_nodeclaim_status_patch(&st, nc->meta.resource_version, &body);
-  if (!rc) {
-    struct carp_kube_ref ref = carp_ref_nodeclaim(nc->meta.name, "status");
-    rc = carp_write_patch(c, key, &ref, body.ptr, body.len, on_written, NULL);
-  }
-  carp_buf_free(&body);
-  carp_nodeclaim_status_cleanup(&st);
-  if (rc)
-    carp_controller_done(c, key, CARP_RECONCILE_ERROR, 0);
+  finish(c, key, nc, &st, changed, after);
 }
 
 /* ---- events ---- */
@@ -149,7 +186,8 @@ static void node_event(struct carp_controller *c,
   queue_node_claim(c, obj->name);
 }
 
-/* consolidateAfter may have changed: every claim of the pool. */
+/* consolidateAfter or the template may have changed: every claim of the
+ * pool. */
 static void pool_event(struct carp_controller *c,
                        const struct carp_objmeta *old,
                        const struct carp_objmeta *obj, int deleted)
@@ -163,10 +201,37 @@ static void pool_event(struct carp_controller *c,
     carp_controller_enqueue(c, claims[i]->name);
 }
 
+/* The class's hash may have changed: its claims drift. */
+static void class_event(struct carp_controller *c,
+                        const struct carp_objmeta *old,
+                        const struct carp_objmeta *obj, int deleted)
+{
+  struct carp_store_iter it;
+  struct carp_objmeta *m;
+  (void)old;
+  (void)deleted;
+  carp_store_iter_init(&it);
+  while ((m = carp_store_next(carp_informer_store(c->env.cluster->nodeclaims),
+                              &it))) {
+    const struct carp_nodeclaim *nc = (const struct carp_nodeclaim *)m;
+    if (nc->spec.node_class_ref.name &&
+        !strcmp(nc->spec.node_class_ref.name, obj->name))
+      carp_controller_enqueue(c, m->name);
+  }
+}
+
+/* On gaining the lead, and every DRIFT_RESYNC_MS after: quiet time counts
+ * from the first. */
 static void activated(struct carp_controller *c)
 {
-  CC(c)->active_since = carp_controller_now(c);
+  if (!CC(c)->active_since)
+    CC(c)->active_since = carp_controller_now(c);
   carp_controller_enqueue_all(c, c->env.cluster->nodeclaims);
+}
+
+static void deactivated(struct carp_controller *c)
+{
+  CC(c)->active_since = 0;
 }
 
 static void cc_free(struct carp_controller *c)
@@ -180,6 +245,7 @@ static const struct carp_controller_def conditions_def = {
     .concurrency = 4,
     .reconcile = reconcile,
     .activated = activated,
+    .deactivated = deactivated,
     .free = cc_free,
 };
 
@@ -201,6 +267,8 @@ int carp_disruption_conditions_new(const struct carp_controller_env *env,
   carp_controller_watch(&cc->base, env->cluster->pods, pod_event);
   carp_controller_watch(&cc->base, env->cluster->nodes, node_event);
   carp_controller_watch(&cc->base, env->cluster->nodepools, pool_event);
+  carp_controller_watch(&cc->base, env->cluster->nodeclasses, class_event);
+  carp_controller_resync(&cc->base, DRIFT_RESYNC_MS);
   *out = &cc->base;
   return 0;
 }

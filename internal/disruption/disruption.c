@@ -109,6 +109,25 @@ static void blocked_event(struct carp_disruption *d, const struct dis_pool *p,
                         carp__dis_reason_name(r));
 }
 
+/* A drifted node whose pods have nowhere to go: said on the Node and the
+ * NodeClaim, at most every BLOCKED_EVENT_MS. */
+static void drift_blocked(struct carp_disruption *d, const struct dis_note *n,
+                          int64_t now)
+{
+  char key[300];
+  snprintf(key, sizeof(key), "drift/%s", n->nc->meta.name);
+  if (!due(&d->blocked, key, now, BLOCKED_EVENT_MS))
+    return;
+  CARP_LOG_INFO("disruption", "drifted node cannot be replaced now",
+                CARP_F_STR("nodeclaim", n->nc->meta.name),
+                CARP_F_STR("why", n->why));
+  carp_controller_event(&d->base, &n->node->meta, "v1", CARP_EVENT_NORMAL,
+                        "DisruptionBlocked", "Cannot disrupt Node: %s", n->why);
+  carp_controller_event(&d->base, &n->nc->meta, "karpenter.sh/v1",
+                        CARP_EVENT_NORMAL, "DisruptionBlocked",
+                        "Cannot disrupt NodeClaim: %s", n->why);
+}
+
 /* ---- metrics of a poll ---- */
 
 static void publish(struct carp_disruption *d, const struct dis_analysis *a,
@@ -131,10 +150,17 @@ static void publish(struct carp_disruption *d, const struct dis_analysis *a,
     if (nonempty && !pool->allowed[CARP_DISRUPT_UNDERUTILIZED] &&
         pool->np->consolidation_policy != CARP_CONSOLIDATE_WHEN_EMPTY)
       blocked_event(d, pool, CARP_DISRUPT_UNDERUTILIZED, nonempty, now);
+    if (pool->drifted && !pool->allowed[CARP_DISRUPT_DRIFTED])
+      blocked_event(d, pool, CARP_DISRUPT_DRIFTED, pool->drifted, now);
   }
   for (i = 0; i < a->ncands; i++) {
-    const struct dis_pool *pool = &a->pools[a->cands[i].pool];
-    if (a->cands[i].empty)
+    const struct dis_cand *cd = &a->cands[i];
+    const struct dis_pool *pool = &a->pools[cd->pool];
+    if (cd->drifted)
+      eligible[CARP_DISRUPT_DRIFTED]++;
+    if (!cd->consolidatable)
+      continue;
+    if (cd->empty)
       eligible[CARP_DISRUPT_EMPTY]++;
     else if (pool->np->consolidation_policy != CARP_CONSOLIDATE_WHEN_EMPTY)
       eligible[CARP_DISRUPT_UNDERUTILIZED]++;
@@ -209,6 +235,10 @@ static void decide(struct carp_disruption *d, const struct dis_analysis *a,
                   found ? carp__dis_method_name(cmd.method) : "single"),
       (double)(carp_controller_mono(c) - t0) / 1000.0);
   for (i = 0; i < notes.n; i++) {
+    if (notes.v[i].drift) {
+      drift_blocked(d, &notes.v[i], now);
+      continue;
+    }
     CARP_LOG_DEBUG("disruption", "not consolidatable",
                    CARP_F_STR("nodeclaim", notes.v[i].nc->meta.name),
                    CARP_F_STR("why", notes.v[i].why));
@@ -226,6 +256,20 @@ static void decide(struct carp_disruption *d, const struct dis_analysis *a,
     return;
   scored(d, a, &cmd, 1);
   record(d, a, &cmd, now);
+  if (cmd.method == DIS_DRIFT) {
+    /* As Karpenter: drift is not validated after a delay (the node goes
+     * whatever else happens meanwhile; the replacement is checked when it
+     * is up). */
+    CARP_LOG_INFO("disruption", "disruption command found",
+                  CARP_F_STR("reason", carp__dis_reason_name(cmd.reason)),
+                  CARP_F_STR("decision", cmd.plan.decision == DIS_REPLACE
+                                             ? "replace"
+                                             : "delete"),
+                  CARP_F_INT("count", (int64_t)cmd.ncands));
+    carp__dis_command_cleanup(&cmd);
+    carp__dis_execute(d);
+    return;
+  }
   d->state = ST_VALIDATING;
   CARP_LOG_INFO(
       "disruption", "disruption command found; validating",

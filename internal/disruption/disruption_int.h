@@ -3,17 +3,18 @@
  *   analyze.c     from the caches alone: each NodePool's budgets, the
  *                 NodeClaims that may be disrupted voluntarily (with their
  *                 price, pods and disruption cost) and why others may not;
+ *   drift.c       why a NodeClaim has drifted, if it has;
  *   simulate.c    the consolidation question - can these candidates' pods
  *                 go elsewhere, with no new node or one cheaper one? -
  *                 answered by the scheduler;
- *   methods.c     emptiness, multi-node and single-node consolidation, and
- *                 Balanced's score;
+ *   methods.c     emptiness, drift, multi-node and single-node
+ *                 consolidation, and Balanced's score;
  *   execute.c     carrying a command out: replacement first, then taint and
  *                 delete, or roll back;
  *   disruption.c  the controller: poll, validation, metrics, events;
  *   expiration.c  the nodeclaim.expiration controller;
  *   conditions.c  the nodeclaim.disruption controller (Consolidatable,
- *                 status.lastPodEventTime). */
+ *                 Drifted, status.lastPodEventTime). */
 #ifndef CARP_DISRUPTION_INT_H
 #define CARP_DISRUPTION_INT_H
 
@@ -35,8 +36,9 @@ struct dis_pool {
    * less what is already disrupting, floored at 0. */
   int64_t budget[CARP_DISRUPT_NREASONS];
   int64_t allowed[CARP_DISRUPT_NREASONS];
-  size_t empty; /* empty candidates */
-  size_t cands; /* candidates */
+  size_t empty;   /* empty consolidation candidates */
+  size_t cands;   /* consolidation candidates */
+  size_t drifted; /* drifted candidates */
   /* Balanced: the pool's price and disruption over its initialized nodes
    * with a known price. */
   double cost;
@@ -53,6 +55,12 @@ struct dis_cand {
   double price;                    /* its offering's; < 0 when unknown */
   double cost;                     /* Karpenter's disruption cost */
   double disruption;               /* 1 + sum of positive eviction costs */
+  /* Which methods may take it: consolidation (its pool consolidates and
+   * the node has been quiet for consolidateAfter) and drift (Drifted=True,
+   * since drifted_ms). */
+  int consolidatable;
+  int drifted;
+  int64_t drifted_ms;
 };
 
 /* A NodeClaim that is not a candidate, and why (for Unconsolidatable). */
@@ -88,6 +96,12 @@ const char *carp__dis_blocked(const struct carp_cluster *c,
                               const struct carp_node *node,
                               const struct carp_nodepool *np, int64_t now_ms,
                               size_t *reschedulable, char *why_buf);
+/* Why a launched NodeClaim has drifted (a condition reason), or NULL when
+ * it has not; provider may be NULL (its reasons are then not asked). */
+const char *carp__dis_drift_reason(const struct carp_cluster *c,
+                                   struct carp_provider *provider,
+                                   const struct carp_nodeclaim *nc,
+                                   const struct carp_nodepool *np);
 /* Karpenter's eviction cost of a pod: 1 + deletion cost / 2^27 + priority
  * / 2^25, within [-10, 10]. */
 double carp__dis_eviction_cost(const struct carp_pod *p);
@@ -154,12 +168,17 @@ void carp__dis_sim_run_multi(struct dis_sim *s, const size_t *idx, size_t n,
 /* Whether the candidates' pods have room on the rest of the cluster plus
  * at most one new NodeClaim, whatever it costs. */
 int carp__dis_sim_fits(struct dis_sim *s, const size_t *idx, size_t n);
+/* Drift: the candidates' pods onto the rest of the cluster, or with one new
+ * NodeClaim of any price (DIS_REPLACE). */
+void carp__dis_sim_run_any(struct dis_sim *s, const size_t *idx, size_t n,
+                           struct dis_plan *out);
 void carp__dis_plan_cleanup(struct dis_plan *p);
 
 /* ---- the methods (methods.c) ---- */
 
 enum dis_method {
   DIS_EMPTY = 0,
+  DIS_DRIFT,
   DIS_MULTI,
   DIS_SINGLE,
 };
@@ -174,13 +193,15 @@ struct dis_command {
   double score;   /* Balanced: -1 when not scored */
 };
 
-/* Unconsolidatable reasons found while searching, one per NodeClaim. */
+/* Why candidates that were tried could not go, one per NodeClaim:
+ * Unconsolidatable reasons, or (drift set) why a drifted node waits. */
 struct dis_note {
   const struct carp_nodeclaim *nc;
   const struct carp_node *node;
   char why[256];
   double score;     /* a move Balanced rejected: its score; else -1 */
   const char *pool; /* its NodePool */
+  int drift;        /* a drifted node that cannot be replaced now */
 };
 
 struct dis_notes {

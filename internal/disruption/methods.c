@@ -1,6 +1,12 @@
 /* methods.c: what to disrupt next, in Karpenter's order - empty nodes,
- * then multi-node consolidation, then single-node consolidation - within
- * each NodePool's budget for the reason (Empty, Underutilized).
+ * then drifted nodes, then multi-node consolidation, then single-node
+ * consolidation - within each NodePool's budget for the reason (Empty,
+ * Drifted, Underutilized).
+ *
+ * Drift takes every empty drifted node the budgets allow at once, else
+ * the drifted node that drifted first whose pods have room elsewhere or on
+ * one new node of any price (a replacement need not be cheaper: the node
+ * goes because it is not what its NodePool would make now).
  *
  * Multi-node consolidation looks at every candidate, not the first 100:
  * a binary search over the candidates in disruption-cost order finds the
@@ -17,6 +23,7 @@
  * (moved disruption / pool disruption) >= 0.5, a node's disruption being
  * 1 + the positive eviction costs of its pods. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "carpenter/alloc.h"
@@ -34,6 +41,8 @@ const char *carp__dis_method_name(enum dis_method m)
   switch (m) {
   case DIS_EMPTY:
     return "empty";
+  case DIS_DRIFT:
+    return "drift";
   case DIS_MULTI:
     return "multi";
   case DIS_SINGLE:
@@ -70,6 +79,7 @@ static struct dis_note *note(struct dis_notes *notes, const struct dis_cand *cd,
   x->node = cd->node;
   x->score = -1;
   x->pool = NULL;
+  x->drift = 0;
   snprintf(x->why, sizeof(x->why), "%s", why);
   return x;
 }
@@ -161,7 +171,7 @@ static int emptiness(const struct dis_analysis *a, struct dis_command *cmd)
   size_t i, n = 0;
   for (i = 0; i < a->ncands; i++) {
     const struct dis_cand *cd = &a->cands[i];
-    if (!cd->empty ||
+    if (!cd->empty || !cd->consolidatable ||
         taken[cd->pool] >= a->pools[cd->pool].allowed[CARP_DISRUPT_EMPTY])
       continue;
     taken[cd->pool]++;
@@ -183,6 +193,93 @@ static int emptiness(const struct dis_analysis *a, struct dis_command *cmd)
   return 1;
 }
 
+/* ---- drift ---- */
+
+static const struct dis_analysis *by_drift_a; /* qsort has no argument */
+
+static int by_drift_time(const void *x, const void *y)
+{
+  const struct dis_cand *a = &by_drift_a->cands[*(const size_t *)x];
+  const struct dis_cand *b = &by_drift_a->cands[*(const size_t *)y];
+  if (a->drifted_ms != b->drifted_ms)
+    return a->drifted_ms < b->drifted_ms ? -1 : 1;
+  return *(const size_t *)x < *(const size_t *)y ? -1 : 1;
+}
+
+static void command_of(struct dis_command *cmd, enum dis_method method,
+                       enum carp_disruption_reason reason, size_t *idx,
+                       size_t n)
+{
+  memset(cmd, 0, sizeof(*cmd));
+  cmd->method = method;
+  cmd->reason = reason;
+  cmd->cands = idx;
+  cmd->ncands = n;
+  cmd->score = -1;
+}
+
+static int drift(const struct carp_cluster *c, struct carp_provider *provider,
+                 const struct dis_analysis *a, struct dis_command *cmd,
+                 struct dis_notes *notes)
+{
+  int64_t *taken = carp_calloc(a->npools + 1, sizeof(int64_t));
+  size_t *order = carp_calloc(a->ncands + 1, sizeof(size_t));
+  size_t *idx = carp_calloc(a->ncands + 1, sizeof(size_t));
+  struct dis_sim *sim = NULL;
+  size_t i, n = 0, ne = 0;
+  int found = 0;
+  for (i = 0; i < a->ncands; i++)
+    if (a->cands[i].drifted)
+      order[n++] = i;
+  by_drift_a = a;
+  qsort(order, n, sizeof(size_t), by_drift_time);
+  for (i = 0; i < n; i++) {
+    const struct dis_cand *cd = &a->cands[order[i]];
+    if (!cd->empty ||
+        taken[cd->pool] >= a->pools[cd->pool].allowed[CARP_DISRUPT_DRIFTED])
+      continue;
+    taken[cd->pool]++;
+    idx[ne++] = order[i];
+  }
+  if (ne) {
+    command_of(cmd, DIS_DRIFT, CARP_DISRUPT_DRIFTED, idx, ne);
+    cmd->plan.decision = DIS_DELETE;
+    cmd->savings = price_of_set(a, idx, ne);
+    idx = NULL;
+    found = 1;
+  }
+  for (i = 0; !found && i < n; i++) {
+    const struct dis_cand *cd = &a->cands[order[i]];
+    struct dis_plan plan;
+    if (!a->pools[cd->pool].allowed[CARP_DISRUPT_DRIFTED])
+      continue;
+    if (!sim && carp__dis_sim_new(c, provider, a, &sim)) {
+      CARP_LOG_WARN("disruption", "cannot build the drift simulation");
+      break;
+    }
+    carp__dis_sim_run_any(sim, &order[i], 1, &plan);
+    if (plan.decision == DIS_NONE) {
+      struct dis_note *x = note(notes, cd, plan.why);
+      if (x)
+        x->drift = 1;
+      carp__dis_plan_cleanup(&plan);
+      continue;
+    }
+    idx[0] = order[i];
+    command_of(cmd, DIS_DRIFT, CARP_DISRUPT_DRIFTED, idx, 1);
+    cmd->plan = plan;
+    cmd->savings = price_of_set(a, idx, 1) -
+                   (plan.decision == DIS_REPLACE ? plan.repl.price : 0);
+    idx = NULL;
+    found = 1;
+  }
+  carp__dis_sim_free(sim);
+  carp_free(taken);
+  carp_free(order);
+  carp_free(idx);
+  return found;
+}
+
 /* ---- consolidation ---- */
 
 /* The non-empty candidates of consolidating pools, cheapest to disrupt
@@ -197,7 +294,7 @@ static size_t consolidation_candidates(const struct dis_analysis *a,
   for (i = 0; i < a->ncands; i++) {
     const struct dis_cand *cd = &a->cands[i];
     const struct dis_pool *p = &a->pools[cd->pool];
-    if (cd->empty ||
+    if (cd->empty || !cd->consolidatable ||
         p->np->consolidation_policy == CARP_CONSOLIDATE_WHEN_EMPTY ||
         taken[cd->pool] >= (together
                                 ? p->allowed[CARP_DISRUPT_UNDERUTILIZED]
@@ -312,7 +409,7 @@ int carp__dis_decide(const struct carp_cluster *c,
   struct dis_sim *sim = NULL;
   size_t *cands, n;
   int found = 0, rc;
-  if (emptiness(a, cmd))
+  if (emptiness(a, cmd) || drift(c, provider, a, cmd, notes))
     return 1;
   cands = carp_calloc(a->ncands + 1, sizeof(size_t));
   n = consolidation_candidates(a, 0, cands);

@@ -464,7 +464,9 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
   p.npods = npods;
   p.bound_pods = s->bound_buf;
   p.nbound_pods = nbound;
-  p.no_new_claims = !allow_replace || unknown_price;
+  /* A replacement is priced against the candidates: an unknown price
+   * rules it out, unless any price will do. */
+  p.no_new_claims = !allow_replace || (priced && unknown_price);
   /* Pending pods may need claims of their own: then the count of claims
    * holding candidate pods is checked here instead. */
   p.max_new_claims = s->npending ? 0 : 1;
@@ -507,6 +509,12 @@ void carp__dis_sim_run_multi(struct dis_sim *s, const size_t *idx, size_t n,
                              struct dis_plan *out)
 {
   run(s, idx, n, 1, 1, 1, out);
+}
+
+void carp__dis_sim_run_any(struct dis_sim *s, const size_t *idx, size_t n,
+                           struct dis_plan *out)
+{
+  run(s, idx, n, 1, 0, 0, out);
 }
 
 int carp__dis_sim_fits(struct dis_sim *s, const size_t *idx, size_t n)

@@ -62,7 +62,7 @@ static void on_vm_deleted(int status, const struct carp_provider_error *err,
     carp_retry_reset(&m->del_retry);
   if (status && status != CARP_ENOTFOUND && status != CARP_ECANCELED) {
     /* 1 s doubling to a minute, per claim. */
-    after = m ? carp_retry_fail(&m->del_retry, carp__lc_now()) : 1000;
+    after = m ? carp_retry_fail(&m->del_retry, carp__lc_now(l)) : 1000;
     CARP_LOG_FOLDED(&l->fold, d->key, CARP_LOG_WARN, "lifecycle",
                     "deleting the VM failed, will retry",
                     CARP_F_STR("nodeclaim", d->key), CARP_F_ERR(status),
@@ -71,11 +71,10 @@ static void on_vm_deleted(int status, const struct carp_provider_error *err,
   } else if (status == CARP_ENOTFOUND) {
     after = 0;
   }
-  if (!l->closing)
-    carp_workqueue_add_after(l->queue, d->key, after);
+  carp_controller_enqueue_after(&l->base, d->key, after);
   carp_free(d->key);
   carp_free(d);
-  carp__lc_unpend(l);
+  carp_controller_release(&l->base);
 }
 
 static void on_finalizer_removed(struct carp_lifecycle *l, const char *key,
@@ -110,7 +109,7 @@ static void remove_finalizer(struct carp_lifecycle *l,
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
   if (carp__lc_finish_body(l, key, &w, "finalizer")) {
-    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+    carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
     carp_buf_free(&body);
     return;
   }
@@ -120,10 +119,9 @@ static void remove_finalizer(struct carp_lifecycle *l,
   carp_metric_add(l->m_terminated,
                   CARP_VALUES(pool ? pool : "", "on-demand", zone ? zone : ""),
                   1);
-  if (carp__lc_patch(l, key, CARP_KARPENTER_GROUP, CARP_KARPENTER_VERSION,
-                     "nodeclaims", nc->meta.name, NULL, body.ptr, body.len,
-                     on_finalizer_removed))
-    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+  if (carp__lc_patch_claim(l, key, NULL, body.ptr, body.len,
+                           on_finalizer_removed))
+    carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
   carp_buf_free(&body);
 }
 
@@ -132,7 +130,7 @@ static void on_node_deleted(struct carp_lifecycle *l, const char *key,
 {
   if (!res->err || res->err == CARP_ENOTFOUND) {
     /* Wait for it to go; node events wake us sooner. */
-    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, 2000);
+    carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER, 2000);
     return;
   }
   carp__lc_after_write(l, key, res);
@@ -147,32 +145,33 @@ void carp__lc_finalize(struct carp_lifecycle *l,
   int from_annotation;
 
   if (!carp_kvset_has(nc->meta.finalizers, CARP_FINALIZER_TERMINATION)) {
-    carp__lc_done(l, key, CARP_RECONCILE_DONE, 0);
+    carp_controller_done(&l->base, key, CARP_RECONCILE_DONE, 0);
     return;
   }
   if (m->reading_secret) {
-    carp__lc_done(l, key, CARP_RECONCILE_DONE, 0);
+    carp_controller_done(&l->base, key, CARP_RECONCILE_DONE, 0);
     return;
   }
   if (m->launch) {
     /* The create's callback (with CARP_ECANCELED) queues us again. */
-    carp_provider_cancel(l->provider, m->launch);
-    carp__lc_done(l, key, CARP_RECONCILE_DONE, 0);
+    carp_provider_cancel(l->base.env.provider, m->launch);
+    carp_controller_done(&l->base, key, CARP_RECONCILE_DONE, 0);
     return;
   }
-  node = carp_cluster_node_of_nodeclaim(l->cluster, nc);
+  node = carp_cluster_node_of_nodeclaim(l->base.env.cluster, nc);
   if (!node && nc->status.node_name)
-    node = carp_cluster_node(l->cluster, nc->status.node_name);
+    node = carp_cluster_node(l->base.env.cluster, nc->status.node_name);
   if (node) {
     if (node->meta.deletion_ms) {
-      carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, 2000);
+      carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER, 2000);
       return;
     }
-    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Terminating",
-                   "Deleting node %s", node->meta.name);
+    carp_controller_event(&l->base, &nc->meta, "karpenter.sh/v1",
+                          CARP_EVENT_NORMAL, "Terminating", "Deleting node %s",
+                          node->meta.name);
     if (carp__lc_delete_node(l, key, node->meta.name, node->meta.uid,
                              on_node_deleted))
-      carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+      carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
     return;
   }
   if (!provider_id_of(nc, pid, sizeof(pid), &from_annotation)) {
@@ -181,17 +180,17 @@ void carp__lc_finalize(struct carp_lifecycle *l,
     return;
   }
   if (m->del) {
-    carp__lc_done(l, key, CARP_RECONCILE_DONE, 0);
+    carp_controller_done(&l->base, key, CARP_RECONCILE_DONE, 0);
     return;
   }
   if (m->del_done && m->del_status == CARP_ENOTFOUND) {
     remove_finalizer(l, nc, key);
     return;
   }
-  if (carp_retry_wait(&m->del_retry, carp__lc_now())) {
+  if (carp_retry_wait(&m->del_retry, carp__lc_now(l))) {
     /* The last delete failed: its callback queued us for later. */
-    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER,
-                  carp_retry_wait(&m->del_retry, carp__lc_now()));
+    carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER,
+                         carp_retry_wait(&m->del_retry, carp__lc_now(l)));
     return;
   }
   if (!carp_conditions_is_true(&nc->status.conditions,
@@ -202,9 +201,9 @@ void carp__lc_finalize(struct carp_lifecycle *l,
     carp_conditions_set(&st.conditions, &carp_condset_nodeclaim,
                         CARP_COND_INSTANCE_TERMINATING, CARP_COND_TRUE,
                         "InstanceTerminating", "", nc->meta.generation,
-                        carp__lc_now());
+                        carp__lc_now(l));
     if (carp__lc_write_status(l, nc, &st, NULL, key, carp__lc_after_write))
-      carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+      carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
     carp_nodeclaim_status_cleanup(&st);
     return;
   }
@@ -218,15 +217,16 @@ void carp__lc_finalize(struct carp_lifecycle *l,
     d->l = l;
     d->key = carp_strdup(key);
     m->del_done = 0;
-    l->pending++;
-    if (carp_provider_delete(l->provider, &req, on_vm_deleted, d, &m->del)) {
-      l->pending--;
+    carp_controller_hold(&l->base);
+    if (carp_provider_delete(l->base.env.provider, &req, on_vm_deleted, d,
+                             &m->del)) {
+      carp_controller_release(&l->base);
       m->del = NULL;
       carp_free(d->key);
       carp_free(d);
-      carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+      carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
       return;
     }
   }
-  carp__lc_done(l, key, CARP_RECONCILE_DONE, 0);
+  carp_controller_done(&l->base, key, CARP_RECONCILE_DONE, 0);
 }

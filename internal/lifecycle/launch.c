@@ -1,18 +1,23 @@
 /* launch.c: the Launched step. A create runs beside the work queue (it can
  * take minutes: clone, configure, start); the NodeClaim's reconcile ends
  * at once and the create's callback queues the NodeClaim again, which then
- * writes the result: labels first, then status (Launched=True, provider
- * ID, capacity), each conditional on the resourceVersion the previous
- * write returned. The result is kept until the cache shows Launched=True,
- * so a stale cache never starts a second create. A failed create is tried
- * again after a per-claim backoff (1 s doubling to 5 min, kept in the
- * claim's memory so that the status write in between cannot reset it);
- * every write names the resourceVersion our previous write to the claim
- * returned, or the cache's when that is newer (carp__lc_claim_rv).
+ * writes the result in one status patch (Launched=True, provider ID,
+ * capacity, Registered=Unknown until the Node comes), conditional on the
+ * resourceVersion the previous write returned. The labels the instance
+ * gives the claim (zone, instance type, ...) went in before, with the
+ * write-ahead record below; only an adopted VM needs a labels patch. The result
+ * is kept until the cache shows Launched=True, so a stale cache never starts a
+ * second create. A failed create is tried again after a per-claim backoff (1 s
+ * doubling to 5 min, kept in the claim's memory so that the status write in
+ * between cannot reset it); every write names the resourceVersion our previous
+ * write to the claim returned, or the cache's when that is newer
+ * (carp__lc_claim_rv).
  *
  * The provider writes the VMID ahead through the reserve hook before it
  * clones; that write carries a resourceVersion precondition too, so a
- * NodeClaim changed or deleted meanwhile is never cloned for. */
+ * NodeClaim changed or deleted meanwhile is never cloned for. It also
+ * adds the termination finalizer and the instance's labels: a VM never
+ * exists for a claim that could go without it being deleted. */
 #include <stdio.h>
 #include <string.h>
 
@@ -32,32 +37,29 @@ struct launch_ctx {
   size_t userdata_len;
 };
 
+/* ---- the write-ahead hook ---- */
+
 struct reserve_ctx {
-  struct carp_lifecycle *l;
-  char *key;
   carp_provider_reserved_cb done;
   void *token;
 };
 
-/* ---- the write-ahead hook ---- */
-
-static void on_reserved(const struct carp_kube_result *res, void *arg)
+static void on_reserved(struct carp_controller *c, const char *key,
+                        const struct carp_kube_result *res, void *arg)
 {
   struct reserve_ctx *r = arg;
-  struct carp_lifecycle *l = r->l;
+  struct carp_lifecycle *l = LC(c);
   const char *rv =
       carp_json_str(res->body, "metadata", "resourceVersion", NULL);
   if (!res->err && rv)
-    carp__lc_remember_rv(l, r->key, 0, rv);
+    carp__lc_remember_rv(l, key, 0, rv);
   else if (res->err == CARP_ECONFLICT)
-    carp__lc_remember_rv(l, r->key, 0, NULL);
+    carp__lc_remember_rv(l, key, 0, NULL);
   if (res->err)
-    CARP_LOG_WARN("lifecycle", "could not record the VM before cloning",
-                  CARP_F_STR("nodeclaim", r->key), CARP_F_ERR(res->err));
+    CARP_LOG_WARN(LC_LOG, "could not record the VM before cloning",
+                  CARP_F_STR("nodeclaim", key), CARP_F_ERR(res->err));
   r->done(r->token, res->err);
-  carp_free(r->key);
   carp_free(r);
-  carp__lc_unpend(l);
 }
 
 static void reserve(const struct carp_nodeclaim *nc,
@@ -66,33 +68,43 @@ static void reserve(const struct carp_nodeclaim *nc,
 {
   struct carp_lifecycle *l = arg;
   const struct carp_nodeclaim *cur =
-      carp_cluster_nodeclaim(l->cluster, nc->meta.name);
+      carp_cluster_nodeclaim(l->base.env.cluster, nc->meta.name);
   struct reserve_ctx *r;
-  struct carp_kube_ref ref = {.group = CARP_KARPENTER_GROUP,
-                              .version = CARP_KARPENTER_VERSION,
-                              .resource = "nodeclaims",
-                              .name = nc->meta.name};
   struct carp_buf body;
   struct carp_jw w;
-  const char *rv;
+  uint32_t i;
   int rc;
 
-  if (!cur || strcmp(cur->meta.uid, nc->meta.uid) || cur->meta.deletion_ms) {
+  if (!cur || strcmp(cur->meta.uid, nc->meta.uid) || cur->meta.deletion_ms ||
+      !carp_controller_acting(&l->base)) {
     done(token, CARP_ECANCELED);
     return;
   }
-  /* Our own last write may be newer than the cache. */
-  rv = carp__lc_claim_rv(l, cur);
-  carp_buf_init(&body, 4096);
+  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
   carp_jw_key(&w, "metadata");
   carp_jw_obj(&w);
-  carp_jw_kstr(&w, "resourceVersion", rv);
+  /* Our own last write may be newer than the cache. */
+  carp_jw_kstr(&w, "resourceVersion", carp__lc_claim_rv(l, cur));
   carp_jw_key(&w, "annotations");
   carp_jw_obj(&w);
   carp_jw_kstr(&w, CARP_ANN_VM, res->value);
   carp_jw_obj_end(&w);
+  if (res->inst) {
+    carp_jw_key(&w, "labels");
+    carp_jw_obj(&w);
+    carp__lc_put_instance_labels(&w, res->inst);
+    carp_jw_obj_end(&w);
+  }
+  if (!carp_kvset_has(cur->meta.finalizers, CARP_FINALIZER_TERMINATION)) {
+    carp_jw_key(&w, "finalizers");
+    carp_jw_arr(&w);
+    for (i = 0; cur->meta.finalizers && i < cur->meta.finalizers->n; i++)
+      carp_jw_str(&w, cur->meta.finalizers->kv[i].key);
+    carp_jw_str(&w, CARP_FINALIZER_TERMINATION);
+    carp_jw_arr_end(&w);
+  }
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
   rc = carp__lc_finish_body(l, nc->meta.name, &w, "write-ahead annotation");
@@ -102,17 +114,17 @@ static void reserve(const struct carp_nodeclaim *nc,
     return;
   }
   r = CARP_NEW(struct reserve_ctx);
-  r->l = l;
-  r->key = carp_strdup(nc->meta.name);
   r->done = done;
   r->token = token;
-  l->pending++;
-  rc = carp_kube_patch(l->kube, &ref, CARP_PATCH_MERGE, body.ptr, body.len, 1,
-                       on_reserved, r);
+  rc = carp_write_patch(
+      &l->base, nc->meta.name,
+      &(struct carp_kube_ref){.group = CARP_KARPENTER_GROUP,
+                              .version = CARP_KARPENTER_VERSION,
+                              .resource = "nodeclaims",
+                              .name = nc->meta.name},
+      body.ptr, body.len, on_reserved, r);
   carp_buf_free(&body);
   if (rc) {
-    l->pending--;
-    carp_free(r->key);
     carp_free(r);
     done(token, rc);
   }
@@ -159,10 +171,9 @@ static void on_created(int status, const struct carp_provider_instance *inst,
                     CARP_F_STR("instanceType", inst ? inst->instance_type : ""),
                     CARP_F_STR("zone", inst ? inst->zone : ""));
   }
-  if (!l->closing)
-    carp_workqueue_add(l->queue, c->key);
+  carp_controller_enqueue(&l->base, c->key);
   launch_ctx_free(c);
-  carp__lc_unpend(l);
+  carp_controller_release(&l->base);
 }
 
 static void start_create(struct launch_ctx *c)
@@ -183,17 +194,18 @@ static void start_create(struct launch_ctx *c)
     launch_ctx_free(c);
     return;
   }
-  l->pending++;
-  rc = carp_provider_create(l->provider, &req, on_created, c, &m->launch);
+  carp_controller_hold(&l->base);
+  rc = carp_provider_create(l->base.env.provider, &req, on_created, c,
+                            &m->launch);
   if (rc) {
-    l->pending--;
+    carp_controller_release(&l->base);
     m->launch = NULL;
     m->launch_done = 1;
     m->launch_status = rc;
     snprintf(m->err.reason, sizeof(m->err.reason), "%s",
              CARP_REASON_LAUNCH_FAILED);
     snprintf(m->err.message, sizeof(m->err.message), "%s", carp_strerror(rc));
-    carp_workqueue_add(l->queue, c->key);
+    carp_controller_enqueue(&l->base, c->key);
     launch_ctx_free(c);
   }
 }
@@ -224,18 +236,17 @@ static void on_secret(const struct carp_kube_result *res, void *arg)
                res->err ? res->message : "missing or not base64");
     }
     carp_buf_free(&data);
-    if (!l->closing)
-      carp_workqueue_add(l->queue, c->key);
+    carp_controller_enqueue(&l->base, c->key);
     launch_ctx_free(c);
-    carp__lc_unpend(l);
+    carp_controller_release(&l->base);
     return;
   }
   c->userdata = carp_buf_steal(&data, &c->userdata_len);
-  if (l->closing || !m)
+  if (!carp_controller_acting(&l->base) || !m)
     launch_ctx_free(c);
   else
     start_create(c);
-  carp__lc_unpend(l);
+  carp_controller_release(&l->base);
 }
 
 static void set_unknown(struct carp_lifecycle *l,
@@ -248,13 +259,14 @@ static void set_unknown(struct carp_lifecycle *l,
   carp_nodeclaim_status_copy(&st, &nc->status);
   changed = carp_conditions_set(&st.conditions, &carp_condset_nodeclaim,
                                 CARP_COND_LAUNCHED, CARP_COND_UNKNOWN, reason,
-                                message, nc->meta.generation, carp__lc_now());
+                                message, nc->meta.generation, carp__lc_now(l));
   if (changed) {
-    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1, reason, "%s", message);
+    carp_controller_event(&l->base, &nc->meta, "karpenter.sh/v1",
+                          CARP_EVENT_WARNING, reason, "%s", message);
     if (carp__lc_write_status(l, nc, &st, NULL, key, carp__lc_after_write))
-      carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+      carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
   } else {
-    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, retry_ms);
+    carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER, retry_ms);
   }
   carp_nodeclaim_status_cleanup(&st);
 }
@@ -275,6 +287,7 @@ static void write_status(struct carp_lifecycle *l,
                          struct claim_mem *m, const char *rv)
 {
   struct carp_nodeclaim_status st;
+  int64_t now = carp__lc_now(l);
   carp_nodeclaim_status_copy(&st, &nc->status);
   carp_free(st.provider_id);
   st.provider_id = carp_strdup(m->inst.provider_id);
@@ -286,16 +299,24 @@ static void write_status(struct carp_lifecycle *l,
   carp_resources_copy(&st.allocatable, &m->inst.allocatable);
   carp_conditions_set(&st.conditions, &carp_condset_nodeclaim,
                       CARP_COND_LAUNCHED, CARP_COND_TRUE, "Launched", "",
-                      nc->meta.generation, carp__lc_now());
+                      nc->meta.generation, now);
+  /* What registration would write next while it waits for the Node, in
+   * this same patch rather than one of its own. */
+  if (!carp_conditions_get(&st.conditions, CARP_COND_REGISTERED))
+    carp_conditions_set(&st.conditions, &carp_condset_nodeclaim,
+                        CARP_COND_REGISTERED, CARP_COND_UNKNOWN,
+                        LC_NOT_REGISTERED_REASON, LC_NOT_REGISTERED_MESSAGE,
+                        nc->meta.generation, now);
   if (carp__lc_write_status(l, nc, &st, rv, key, on_status_written))
-    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+    carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
   carp_nodeclaim_status_cleanup(&st);
 }
 
 static void on_labels_written(struct carp_lifecycle *l, const char *key,
                               const struct carp_kube_result *res)
 {
-  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(l->cluster, key);
+  const struct carp_nodeclaim *nc =
+      carp_cluster_nodeclaim(l->base.env.cluster, key);
   struct claim_mem *m = carp_map_gets(&l->mem, key);
   const char *rv =
       carp_json_str(res->body, "metadata", "resourceVersion", NULL);
@@ -307,15 +328,15 @@ static void on_labels_written(struct carp_lifecycle *l, const char *key,
   write_status(l, nc, key, m, rv);
 }
 
+/* Only when the write-ahead record did not carry them (an adopted VM, or
+ * a create that ended on another instance than it reserved). */
 static void write_labels(struct carp_lifecycle *l,
                          const struct carp_nodeclaim *nc, const char *key,
                          struct claim_mem *m)
 {
-  const struct carp_provider_instance *in = &m->inst;
   struct carp_buf body;
   struct carp_jw w;
-  char num[32];
-  carp_buf_init(&body, 8192);
+  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
   carp_jw_key(&w, "metadata");
@@ -323,32 +344,13 @@ static void write_labels(struct carp_lifecycle *l,
   carp_jw_kstr(&w, "resourceVersion", carp__lc_claim_rv(l, nc));
   carp_jw_key(&w, "labels");
   carp_jw_obj(&w);
-  if (in->instance_type[0])
-    carp_jw_kstr(&w, "node.kubernetes.io/instance-type", in->instance_type);
-  carp_jw_kstr(&w, "topology.kubernetes.io/zone", in->zone);
-  carp_jw_kstr(&w, "topology.kubernetes.io/region", in->region);
-  carp_jw_kstr(&w, CARP_LABEL_CAPACITY_TYPE_KEY,
-               in->capacity_type[0] ? in->capacity_type : "on-demand");
-  carp_jw_kstr(&w, "kubernetes.io/arch", "amd64");
-  carp_jw_kstr(&w, "kubernetes.io/os", "linux");
-  if (in->family[0])
-    carp_jw_kstr(&w, "carpenter.dev/instance-family", in->family);
-  if (in->cpu) {
-    snprintf(num, sizeof(num), "%d", in->cpu);
-    carp_jw_kstr(&w, "carpenter.dev/instance-cpu", num);
-  }
-  if (in->memory) {
-    snprintf(num, sizeof(num), "%lld", (long long)(in->memory >> 20));
-    carp_jw_kstr(&w, "carpenter.dev/instance-memory", num);
-  }
+  carp__lc_put_instance_labels(&w, &m->inst);
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
   if (carp__lc_finish_body(l, key, &w, "labels") ||
-      carp__lc_patch(l, key, CARP_KARPENTER_GROUP, CARP_KARPENTER_VERSION,
-                     "nodeclaims", nc->meta.name, NULL, body.ptr, body.len,
-                     on_labels_written))
-    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+      carp__lc_patch_claim(l, key, NULL, body.ptr, body.len, on_labels_written))
+    carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
   carp_buf_free(&body);
 }
 
@@ -362,10 +364,22 @@ static void on_failed_deleted(struct carp_lifecycle *l, const char *key,
      * second time. */
     m->claim_deleted = 1;
     m->launch_done = 0;
-    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, 2000);
+    carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER, 2000);
     return;
   }
   carp__lc_after_write(l, key, res);
+}
+
+/* A retry is never put off past the launch timeout: the claim must be
+ * looked at when it runs out. */
+static uint64_t before_timeout(struct carp_lifecycle *l,
+                               const struct carp_nodeclaim *nc, uint64_t delay)
+{
+  int64_t left = nc->meta.creation_ms + (int64_t)l->o.launch_timeout_ms -
+                 carp__lc_now(l) + 1;
+  if (left < 1)
+    left = 1;
+  return delay < (uint64_t)left ? delay : (uint64_t)left;
 }
 
 /* Errors a new create cannot fix by itself: they back off to minutes. */
@@ -383,10 +397,14 @@ static void handle_result(struct carp_lifecycle *l,
   uint64_t delay;
   if (st == 0) {
     carp_retry_reset(&m->launch_retry);
-    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Launched",
-                   "Launched %s (%s) on %s", m->inst.provider_id,
-                   m->inst.instance_type, m->inst.zone);
-    write_labels(l, nc, key, m);
+    carp_controller_event(&l->base, &nc->meta, "karpenter.sh/v1",
+                          CARP_EVENT_NORMAL, "Launched",
+                          "Launched %s (%s) on %s", m->inst.provider_id,
+                          m->inst.instance_type, m->inst.zone);
+    if (carp__lc_has_instance_labels(nc, &m->inst))
+      write_status(l, nc, key, m, NULL);
+    else
+      write_labels(l, nc, key, m);
     return;
   }
   if (st == CARP_EINSUFFICIENT_CAPACITY || st == CARP_ENODECLASS_NOT_READY) {
@@ -394,22 +412,23 @@ static void handle_result(struct carp_lifecycle *l,
      * launch_done stays set until the delete is accepted, so a failed
      * delete is retried (with backoff), never turned into a new create. */
     int ice = st == CARP_EINSUFFICIENT_CAPACITY;
-    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1,
-                   ice ? "InsufficientCapacityError" : "NodeClassNotReadyError",
-                   "NodeClaim %s event: %s", nc->meta.name, m->err.message);
+    carp_controller_event(
+        &l->base, &nc->meta, "karpenter.sh/v1", CARP_EVENT_WARNING,
+        ice ? "InsufficientCapacityError" : "NodeClassNotReadyError",
+        "NodeClaim %s event: %s", nc->meta.name, m->err.message);
     if (carp__lc_delete_claim(
             l, nc, key, ice ? "insufficient_capacity" : "nodeclass_not_ready",
             on_failed_deleted))
-      carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+      carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
     return;
   }
   m->launch_done = 0;
   /* The next create waits: 1 s doubling to 5 min, or minutes at once for
    * what a retry cannot fix. */
   delay = launch_error_permanent(st)
-              ? carp_retry_fail_permanent(&m->launch_retry, carp__lc_now(),
+              ? carp_retry_fail_permanent(&m->launch_retry, carp__lc_now(l),
                                           2 * 60 * 1000)
-              : carp_retry_fail(&m->launch_retry, carp__lc_now());
+              : carp_retry_fail(&m->launch_retry, carp__lc_now(l));
   CARP_LOG_FOLDED(&l->fold, nc->meta.name, CARP_LOG_WARN, "lifecycle",
                   "launch failed, will retry",
                   CARP_F_STR("nodeclaim", nc->meta.name),
@@ -419,7 +438,8 @@ static void handle_result(struct carp_lifecycle *l,
                   CARP_F_DURATION("retry_in", delay));
   set_unknown(l, nc, key,
               m->err.reason[0] ? m->err.reason : CARP_REASON_LAUNCH_FAILED,
-              m->err.message[0] ? m->err.message : carp_strerror(st), delay);
+              m->err.message[0] ? m->err.message : carp_strerror(st),
+              before_timeout(l, nc, delay));
 }
 
 void carp__lc_launch(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
@@ -431,32 +451,45 @@ void carp__lc_launch(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
   uint64_t wait;
 
   if (m->launch || m->reading_secret) {
-    carp__lc_done(l, key, CARP_RECONCILE_DONE, 0); /* its callback requeues */
+    carp_controller_done(&l->base, key, CARP_RECONCILE_DONE,
+                         0); /* its callback requeues */
     return;
   }
   if (m->claim_deleted) {
     /* Deleted after a failed launch; its deletion event comes. */
-    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, 5000);
+    carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER, 5000);
     return;
   }
   if (m->launch_done) {
     if (m->launch_status == 1) {
       /* Written; the cache has not caught up yet. */
-      carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, 200);
+      carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER, 200);
       return;
     }
     handle_result(l, nc, key, m);
     return;
   }
-  if (carp__lc_now() - nc->meta.creation_ms > (int64_t)l->o.launch_timeout_ms) {
-    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1, "LaunchTimeout",
-                   "NodeClaim was not launched within %llu s",
-                   (unsigned long long)l->o.launch_timeout_ms / 1000);
+  if (carp__lc_now(l) - nc->meta.creation_ms >
+      (int64_t)l->o.launch_timeout_ms) {
+    carp_controller_event(&l->base, &nc->meta, "karpenter.sh/v1",
+                          CARP_EVENT_WARNING, "LaunchTimeout",
+                          "NodeClaim was not launched within %llu s",
+                          (unsigned long long)l->o.launch_timeout_ms / 1000);
+    {
+      const struct carp_condition *why =
+          carp_conditions_get(&nc->status.conditions, CARP_COND_LAUNCHED);
+      carp__lc_pool_health(
+          l, nc, 0, why && why->reason ? why->reason : "LaunchTimeout",
+          why && why->message && *why->message ? why->message
+                                               : "NodeClaim was not launched "
+                                                 "in time");
+    }
     if (carp__lc_delete_claim(l, nc, key, "launch_timeout", on_failed_deleted))
-      carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+      carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
     return;
   }
-  cls = carp_cluster_nodeclass(l->cluster, nc->spec.node_class_ref.name);
+  cls =
+      carp_cluster_nodeclass(l->base.env.cluster, nc->spec.node_class_ref.name);
   if (!cls || cls->meta.deletion_ms) {
     char msg[256];
     snprintf(msg, sizeof(msg), "ProxmoxNodeClass %s not found",
@@ -464,9 +497,10 @@ void carp__lc_launch(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
     set_unknown(l, nc, key, "NodeClassNotFound", msg, 10000);
     return;
   }
-  wait = carp_retry_wait(&m->launch_retry, carp__lc_now());
+  wait = carp_retry_wait(&m->launch_retry, carp__lc_now(l));
   if (wait) {
-    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, wait);
+    carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER,
+                         before_timeout(l, nc, wait));
     return;
   }
   c = CARP_NEW(struct launch_ctx);
@@ -484,16 +518,16 @@ void carp__lc_launch(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
                                 .name = cls->spec.userdata_secret_name};
     /* The launch is under way while the Secret is read. */
     m->reading_secret = 1;
-    l->pending++;
-    if (carp_kube_get(l->kube, &ref, on_secret, c)) {
-      l->pending--;
+    carp_controller_hold(&l->base);
+    if (carp_kube_get(l->base.env.kube, &ref, on_secret, c)) {
+      carp_controller_release(&l->base);
       m->reading_secret = 0;
       launch_ctx_free(c);
-      carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+      carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
       return;
     }
   } else {
     start_create(c);
   }
-  carp__lc_done(l, key, CARP_RECONCILE_DONE, 0);
+  carp_controller_done(&l->base, key, CARP_RECONCILE_DONE, 0);
 }

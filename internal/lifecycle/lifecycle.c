@@ -1,9 +1,9 @@
-/* lifecycle.c: the NodeClaim lifecycle controller's queue and dispatch
- * (see include/carpenter/lifecycle.h). Informer events on NodeClaims and
- * on Nodes (mapped to their NodeClaim by provider ID) queue the NodeClaim;
- * one reconcile looks at its cached state and takes the next step. */
-#include <stdarg.h>
-#include <stdio.h>
+/* lifecycle.c: the NodeClaim lifecycle controller's dispatch (see
+ * include/carpenter/lifecycle.h). Informer events on NodeClaims and on
+ * Nodes (mapped to their NodeClaim by provider ID) queue the NodeClaim;
+ * one reconcile looks at its cached state and takes the next step. The
+ * skeleton (internal/controller) carries the queue, leadership, holds and
+ * close; this file keeps what the controller remembers per NodeClaim. */
 #include <string.h>
 
 #include "carpenter/alloc.h"
@@ -20,6 +20,7 @@ static void mem_free(struct claim_mem *m)
   carp_resources_cleanup(&m->inst.allocatable);
   carp_free(m->claim_rv);
   carp_free(m->node_rv);
+  carp_free(m->status_rv);
   carp_free(m->name);
   carp_free(m->uid);
   carp_free(m);
@@ -58,89 +59,44 @@ void carp__lc_mem_drop(struct carp_lifecycle *l, const char *name)
   mem_free(m);
 }
 
-/* ---- helpers ---- */
-
-void carp__lc_done(struct carp_lifecycle *l, const char *key,
-                   enum carp_reconcile_result r, uint64_t after_ms)
+int64_t carp__lc_now(const struct carp_lifecycle *l)
 {
-  carp_workqueue_done(l->queue, key, r, after_ms);
-}
-
-void carp__lc_event(struct carp_lifecycle *l, const struct carp_objmeta *m,
-                    const char *api_version, int warning, const char *reason,
-                    const char *fmt, ...)
-{
-  struct carp_event_target t;
-  struct carp_buf msg;
-  va_list ap;
-  if (!l->o.recorder)
-    return;
-  carp_buf_init(&msg, CARP_BUF_UNLIMITED); /* the recorder cuts it */
-  va_start(ap, fmt);
-  carp_buf_vprintf(&msg, fmt, ap);
-  va_end(ap);
-  t = carp_event_target_of(m, api_version);
-  carp_recorder_event(l->o.recorder, &t,
-                      warning ? CARP_EVENT_WARNING : CARP_EVENT_NORMAL, reason,
-                      "%s", carp_buf_cstr(&msg));
-  carp_buf_free(&msg);
+  return carp_controller_now(&l->base);
 }
 
 /* ---- reconcile ---- */
 
-static void on_finalizer_added(struct carp_lifecycle *l, const char *key,
-                               const struct carp_kube_result *res)
+static void on_finalizer_added(struct carp_controller *c, const char *key,
+                               const struct carp_kube_result *res, void *arg)
 {
-  carp__lc_after_write(l, key, res);
+  (void)arg;
+  carp__lc_remember_rv(
+      LC(c), key, 0,
+      res->err ? NULL
+               : carp_json_str(res->body, "metadata", "resourceVersion", NULL));
+  carp__lc_after_write(LC(c), key, res);
 }
 
 static void add_finalizer(struct carp_lifecycle *l,
                           const struct carp_nodeclaim *nc, const char *key)
 {
-  struct carp_buf body;
-  struct carp_jw w;
-  uint32_t i;
-  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
-  carp_jw_init(&w, &body);
-  carp_jw_obj(&w);
-  carp_jw_key(&w, "metadata");
-  carp_jw_obj(&w);
-  carp_jw_kstr(&w, "resourceVersion", carp__lc_claim_rv(l, nc));
-  carp_jw_key(&w, "finalizers");
-  carp_jw_arr(&w);
-  for (i = 0; nc->meta.finalizers && i < nc->meta.finalizers->n; i++)
-    carp_jw_str(&w, nc->meta.finalizers->kv[i].key);
-  carp_jw_str(&w, CARP_FINALIZER_TERMINATION);
-  carp_jw_arr_end(&w);
-  carp_jw_obj_end(&w);
-  carp_jw_obj_end(&w);
-  if (carp__lc_finish_body(l, key, &w, "finalizer") ||
-      carp__lc_patch(l, key, CARP_KARPENTER_GROUP, CARP_KARPENTER_VERSION,
-                     "nodeclaims", nc->meta.name, NULL, body.ptr, body.len,
-                     on_finalizer_added))
-    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
-  carp_buf_free(&body);
+  struct carp_kube_ref ref = carp_ref_nodeclaim(nc->meta.name, NULL);
+  struct carp_objmeta m = nc->meta;
+  /* Our own last write may be newer than the cache. */
+  m.resource_version = (char *)carp__lc_claim_rv(l, nc);
+  if (carp_write_finalizer(&l->base, key, &ref, &m, CARP_FINALIZER_TERMINATION,
+                           1, on_finalizer_added, NULL) < 0)
+    carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
 }
 
-static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
+static void reconcile(struct carp_controller *c, const char *key)
 {
-  struct carp_lifecycle *l = arg;
-  const struct carp_nodeclaim *nc;
-  (void)q;
-  if (!l->active || l->closing) {
-    carp__lc_done(l, key, CARP_RECONCILE_DONE, 0);
-    return;
-  }
-  /* Nothing is decided before every cache has listed: a NodeClaim seen
-   * before its Node would look like one whose Node was deleted. */
-  if (!carp_cluster_synced(l->cluster)) {
-    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, 500);
-    return;
-  }
-  nc = carp_cluster_nodeclaim(l->cluster, key);
+  struct carp_lifecycle *l = LC(c);
+  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(c->env.cluster, key);
+  int launched;
   if (!nc) {
     carp__lc_mem_drop(l, key);
-    carp__lc_done(l, key, CARP_RECONCILE_DONE, 0);
+    carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
     return;
   }
   if (nc->meta.deletion_ms) {
@@ -149,147 +105,68 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
   }
   /* Not our NodeClaim (another provider's class): leave it alone. */
   if (strcmp(nc->spec.node_class_ref.kind, "ProxmoxNodeClass")) {
-    carp__lc_done(l, key, CARP_RECONCILE_DONE, 0);
+    carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
     return;
   }
-  if (!carp_kvset_has(nc->meta.finalizers, CARP_FINALIZER_TERMINATION)) {
+  launched =
+      carp_conditions_is_true(&nc->status.conditions, CARP_COND_LAUNCHED);
+  /* A new claim gets the finalizer in the write that records its VM before
+   * the clone (launch.c); one that names a VM already (launched, or to be
+   * adopted) gets it on its own first. */
+  if (!carp_kvset_has(nc->meta.finalizers, CARP_FINALIZER_TERMINATION) &&
+      (launched || carp_kvset_has(nc->meta.annotations, CARP_ANN_VM))) {
     add_finalizer(l, nc, key);
     return;
   }
-  if (!carp_conditions_is_true(&nc->status.conditions, CARP_COND_LAUNCHED)) {
+  if (!launched) {
     carp__lc_launch(l, nc, key);
     return;
   }
   carp__lc_register(l, nc, key);
 }
 
-/* ---- informer handlers ---- */
+/* ---- events ---- */
 
-static void claim_event(struct carp_objmeta *obj, void *arg)
+static void node_map(struct carp_controller *c, const struct carp_objmeta *old,
+                     const struct carp_objmeta *obj, int deleted)
 {
-  struct carp_lifecycle *l = arg;
-  if (l->active && !l->closing)
-    carp_workqueue_add(l->queue, obj->name);
-}
-
-static void claim_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
-                          void *arg)
-{
-  claim_event(obj, arg);
-}
-
-static void node_event(struct carp_objmeta *obj, void *arg)
-{
-  struct carp_lifecycle *l = arg;
   const struct carp_node *n = (const struct carp_node *)obj;
   const struct carp_nodeclaim *nc;
-  if (!l->active || l->closing || !n->provider_id)
+  (void)old;
+  (void)deleted;
+  if (!n->provider_id)
     return;
-  nc = carp_cluster_nodeclaim_by_provider(l->cluster, n->provider_id);
+  nc = carp_cluster_nodeclaim_by_provider(c->env.cluster, n->provider_id);
   if (nc)
-    carp_workqueue_add(l->queue, nc->meta.name);
+    carp_controller_enqueue(c, nc->meta.name);
 }
 
-static void node_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
-                         void *arg)
+static void activated(struct carp_controller *c)
 {
-  node_event(obj, arg);
+  carp_controller_enqueue_all(c, c->env.cluster->nodeclaims);
 }
 
-void carp_lifecycle_set_active(struct carp_lifecycle *l, int active)
+/* Stops launches and deletes in flight; their callbacks release. */
+static void cancel(struct carp_controller *c)
 {
-  struct carp_store_iter it;
-  struct carp_objmeta *m;
-  l->active = active;
-  if (!active)
-    return;
-  carp_store_iter_init(&it);
-  while (
-      (m = carp_store_next(carp_informer_store(l->cluster->nodeclaims), &it)))
-    carp_workqueue_add(l->queue, m->name);
-}
-
-int carp_lifecycle_new(uv_loop_t *loop, struct carp_cluster *cluster,
-                       struct carp_kube *kube, struct carp_provider *provider,
-                       const struct carp_lifecycle_options *o,
-                       struct carp_lifecycle **out)
-{
-  struct carp_lifecycle *l;
-  struct carp_workqueue_options qo;
-  struct carp_informer_handlers ch = {.on_add = claim_event,
-                                      .on_update = claim_updated,
-                                      .on_delete = claim_event};
-  struct carp_informer_handlers nh = {
-      .on_add = node_event, .on_update = node_updated, .on_delete = node_event};
-  int rc;
-  if (!loop || !cluster || !kube || !provider || !out)
-    return CARP_EINVAL;
-  l = CARP_NEW(struct carp_lifecycle);
-  l->loop = loop;
-  l->cluster = cluster;
-  l->kube = kube;
-  l->provider = provider;
-  if (o)
-    l->o = *o;
-  if (!l->o.concurrency)
-    l->o.concurrency = 64;
-  if (!l->o.launch_timeout_ms)
-    l->o.launch_timeout_ms = 5 * 60 * 1000;
-  if (!l->o.registration_timeout_ms)
-    l->o.registration_timeout_ms = 15 * 60 * 1000;
-  carp_map_init(&l->mem);
-  carp_logfold_init(&l->fold, 0, 0);
-  memset(&qo, 0, sizeof(qo));
-  qo.name = "nodeclaim.lifecycle";
-  qo.concurrency = l->o.concurrency;
-  qo.max_delay_ms = 5 * 60 * 1000;
-  qo.metrics = l->o.metrics;
-  qo.reconcile = reconcile;
-  qo.arg = l;
-  rc = carp_workqueue_new(loop, &qo, &l->queue);
-  if (rc) {
-    carp_free(l);
-    return rc;
-  }
-  ch.arg = nh.arg = l;
-  carp_informer_add_handlers(cluster->nodeclaims, &ch);
-  carp_informer_add_handlers(cluster->nodes, &nh);
-  if (l->o.metrics) {
-    l->m_terminated = carp_metrics_counter(
-        l->o.metrics, "karpenter_nodeclaims_terminated_total",
-        "Number of nodeclaims terminated in total by Karpenter. Labeled by "
-        "the owning nodepool.",
-        CARP_LABELS("nodepool", "capacity_type", "zone"));
-    l->m_disrupted = carp_metrics_counter(
-        l->o.metrics, "karpenter_nodeclaims_disrupted_total",
-        "Number of nodeclaims disrupted in total by Karpenter. Labeled by "
-        "reason the nodeclaim was disrupted and the owning nodepool.",
-        CARP_LABELS("reason", "nodepool", "capacity_type",
-                    "consolidation_policy", "termination_mode"));
-    l->m_nodes_created = carp_metrics_counter(
-        l->o.metrics, "karpenter_nodes_created_total",
-        "Number of nodes created in total by Karpenter. Labeled by owning "
-        "nodepool.",
-        CARP_LABELS("nodepool", "zone"));
-  }
-  *out = l;
-  return 0;
-}
-
-static void finish_close(struct carp_lifecycle *l)
-{
-  /* Closed; freed by carp_lifecycle_free once the informers that call
-   * its handlers are closed too. */
-  if (l->close_cb)
-    l->close_cb(l->close_arg);
-}
-
-void carp_lifecycle_free(struct carp_lifecycle *l)
-{
+  struct carp_lifecycle *l = LC(c);
   struct carp_map_iter it;
   void *v;
-  if (!l)
-    return;
+  carp_map_iter_init(&it);
+  while (carp_map_next(&l->mem, &it, NULL, NULL, &v)) {
+    struct claim_mem *m = v;
+    if (m->launch)
+      carp_provider_cancel(c->env.provider, m->launch);
+    if (m->del)
+      carp_provider_cancel(c->env.provider, m->del);
+  }
+}
+
+static void lifecycle_free(struct carp_controller *c)
+{
+  struct carp_lifecycle *l = LC(c);
+  struct carp_map_iter it;
+  void *v;
   carp_map_iter_init(&it);
   while (carp_map_next(&l->mem, &it, NULL, NULL, &v))
     mem_free(v);
@@ -298,41 +175,69 @@ void carp_lifecycle_free(struct carp_lifecycle *l)
   carp_free(l);
 }
 
-void carp__lc_unpend(struct carp_lifecycle *l)
+static const struct carp_controller_def lifecycle_def = {
+    .name = LC_NAME,
+    .log_module = LC_LOG,
+    .max_backoff_ms = 5 * 60 * 1000,
+    .reconcile = reconcile,
+    .activated = activated,
+    .cancel = cancel,
+    .free = lifecycle_free,
+};
+
+static void register_metrics(struct carp_lifecycle *l, struct carp_metrics *m)
 {
-  if (--l->pending == 0 && l->closing && !l->queue)
-    finish_close(l);
+  l->m_terminated = carp_metrics_counter(
+      m, "karpenter_nodeclaims_terminated_total",
+      "Number of nodeclaims terminated in total by Karpenter. Labeled by "
+      "the owning nodepool.",
+      CARP_LABELS("nodepool", "capacity_type", "zone"));
+  l->m_disrupted = carp_metrics_counter(
+      m, "karpenter_nodeclaims_disrupted_total",
+      "Number of nodeclaims disrupted in total by Karpenter. Labeled by "
+      "reason the nodeclaim was disrupted and the owning nodepool.",
+      CARP_LABELS("reason", "nodepool", "capacity_type", "consolidation_policy",
+                  "termination_mode"));
+  l->m_nodes_created = carp_metrics_counter(
+      m, "karpenter_nodes_created_total",
+      "Number of nodes created in total by Karpenter. Labeled by owning "
+      "nodepool.",
+      CARP_LABELS("nodepool", "zone"));
 }
 
-static void on_queue_closed(void *arg)
+int carp_lifecycle_new(const struct carp_controller_env *env,
+                       const struct carp_lifecycle_options *o,
+                       struct carp_controller **out)
 {
-  struct carp_lifecycle *l = arg;
-  l->queue = NULL;
-  /* Provider calls and writes still in flight hold l: they were cancelled
-   * above (or by the Kubernetes client's close) and the last one to
-   * finish frees it. */
-  if (l->pending == 0)
-    finish_close(l);
-}
-
-void carp_lifecycle_close(struct carp_lifecycle *l, void (*cb)(void *arg),
-                          void *arg)
-{
-  struct carp_map_iter it;
-  void *v;
-  if (!l || l->closing)
-    return;
-  l->closing = 1;
-  l->close_cb = cb;
-  l->close_arg = arg;
-  /* Stop launches and deletes in flight; their callbacks end reconciles. */
-  carp_map_iter_init(&it);
-  while (carp_map_next(&l->mem, &it, NULL, NULL, &v)) {
-    struct claim_mem *m = v;
-    if (m->launch)
-      carp_provider_cancel(l->provider, m->launch);
-    if (m->del)
-      carp_provider_cancel(l->provider, m->del);
+  struct carp_lifecycle *l;
+  int rc;
+  if (!env || !env->provider || !out)
+    return CARP_EINVAL;
+  l = CARP_NEW(struct carp_lifecycle);
+  if (o)
+    l->o = *o;
+  if (!l->o.concurrency)
+    l->o.concurrency = 64;
+  if (!l->o.launch_timeout_ms)
+    l->o.launch_timeout_ms = 5 * 60 * 1000;
+  if (!l->o.registration_timeout_ms)
+    l->o.registration_timeout_ms = 15 * 60 * 1000;
+  l->def = lifecycle_def;
+  l->def.concurrency = l->o.concurrency;
+  carp_map_init(&l->mem);
+  carp_logfold_init(&l->fold, 0, 0);
+  rc = carp_controller_init(&l->base, env, &l->def);
+  if (rc) {
+    carp_map_free(&l->mem);
+    carp_logfold_free(&l->fold);
+    carp_free(l);
+    return rc;
   }
-  carp_workqueue_close(l->queue, on_queue_closed, l);
+  if (env->metrics)
+    register_metrics(l, env->metrics);
+  carp_controller_watch(&l->base, env->cluster->nodeclaims,
+                        carp_controller_map_name);
+  carp_controller_watch(&l->base, env->cluster->nodes, node_map);
+  *out = &l->base;
+  return 0;
 }

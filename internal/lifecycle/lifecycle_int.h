@@ -1,17 +1,25 @@
 /* Private parts of the lifecycle controller, shared by its files:
- * lifecycle.c (queue and dispatch), launch.c, register.c, finalize.c and
- * write.c (patch helpers). */
+ * lifecycle.c (dispatch and memory), launch.c, register.c, finalize.c and
+ * write.c (the writes, with the resourceVersions they return). */
 #ifndef CARP_LIFECYCLE_INT_H
 #define CARP_LIFECYCLE_INT_H
 
 #include "carpenter/backoff.h"
 #include "carpenter/buf.h"
+#include "carpenter/controller.h"
 #include "carpenter/json.h"
 #include "carpenter/lifecycle.h"
 #include "carpenter/logfold.h"
 #include "carpenter/map.h"
 #include "carpenter/nodeclaim.h"
-#include "carpenter/workqueue.h"
+#include "carpenter/provider.h"
+
+#define LC_NAME "nodeclaim.lifecycle"
+#define LC_LOG  "lifecycle"
+
+/* Registered while the Node is not there yet. */
+#define LC_NOT_REGISTERED_REASON  "NodeNotFound"
+#define LC_NOT_REGISTERED_MESSAGE "Node not registered with cluster"
 
 struct carp_metric;
 
@@ -33,6 +41,10 @@ struct claim_mem {
    * forgets it, so the next try re-reads. */
   char *claim_rv;
   char *node_rv;
+  /* The resourceVersion our last status write returned: a status write
+   * is computed from the cached status, which must show that one first
+   * (or the write would undo it, and tell its transitions twice). */
+  char *status_rv;
   int reading_secret; /* a launch waits for its user-data */
   /* Failed launches back off across reconciles (a status write in between
    * ends its reconcile as a success for the work queue). */
@@ -42,42 +54,22 @@ struct claim_mem {
 };
 
 struct carp_lifecycle {
-  uv_loop_t *loop;
-  struct carp_cluster *cluster;
-  struct carp_kube *kube;
-  struct carp_provider *provider;
+  struct carp_controller base;
+  struct carp_controller_def def; /* concurrency is an option */
   struct carp_lifecycle_options o;
-  struct carp_workqueue *queue;
   struct carp_map mem; /* name -> struct claim_mem */
-  int active;
-  int closing;
-  int pending; /* async operations whose callbacks use this struct */
-  void (*close_cb)(void *arg);
-  void *close_arg;
   struct carp_metric *m_terminated;
   struct carp_metric *m_disrupted;
   struct carp_metric *m_nodes_created;
   struct carp_logfold fold; /* lines that repeat per retry, per claim */
 };
 
-/* A reconcile step's outcome. */
-struct step {
-  struct carp_lifecycle *l;
-  char *key;
-};
+#define LC(c) carp_container_of(c, struct carp_lifecycle, base)
 
 struct claim_mem *carp__lc_mem(struct carp_lifecycle *l,
                                const struct carp_nodeclaim *nc, int create);
 void carp__lc_mem_drop(struct carp_lifecycle *l, const char *name);
-/* Ends an asynchronous operation started with l->pending++ (call it last
- * in the callback): a closing controller is freed with the last one. */
-void carp__lc_unpend(struct carp_lifecycle *l);
-/* Ends the reconcile of key. */
-void carp__lc_done(struct carp_lifecycle *l, const char *key,
-                   enum carp_reconcile_result r, uint64_t after_ms);
-void carp__lc_event(struct carp_lifecycle *l, const struct carp_objmeta *m,
-                    const char *api_version, int warning, const char *reason,
-                    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+int64_t carp__lc_now(const struct carp_lifecycle *l);
 
 /* Steps: each ends the reconcile itself (now or from a callback). */
 void carp__lc_launch(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
@@ -87,15 +79,22 @@ void carp__lc_register(struct carp_lifecycle *l,
 void carp__lc_finalize(struct carp_lifecycle *l,
                        const struct carp_nodeclaim *nc, const char *key);
 
-/* Writes (write.c). Each calls done(l, key, status) when the write ends. */
+/* Writes (write.c). Each calls cb(l, key, res) when the write ends. */
 typedef void (*carp_lc_write_cb)(struct carp_lifecycle *l, const char *key,
                                  const struct carp_kube_result *res);
-int carp__lc_patch(struct carp_lifecycle *l, const char *key, const char *group,
-                   const char *version, const char *resource, const char *name,
-                   const char *subresource, const char *body, size_t len,
-                   carp_lc_write_cb cb);
-/* Writes the NodeClaim's status (conditions and fields) with the cached
- * resourceVersion (or rv when not NULL) as precondition. */
+/* A merge patch of the NodeClaim key (sub NULL or "status") or of its Node
+ * (node_name set): the resourceVersion it returns is remembered for the
+ * next write to the same object. */
+int carp__lc_patch_claim(struct carp_lifecycle *l, const char *key,
+                         const char *sub, const char *body, size_t len,
+                         carp_lc_write_cb cb);
+int carp__lc_patch_node(struct carp_lifecycle *l, const char *key,
+                        const char *node_name, const char *body, size_t len,
+                        carp_lc_write_cb cb);
+/* Writes the NodeClaim's status (conditions and fields) with the newest
+ * resourceVersion we know (or rv when not NULL) as precondition. When the
+ * cache does not show our last status write yet, nothing is written: the
+ * reconcile ends with a short requeue and 0 is returned (no callback). */
 int carp__lc_write_status(struct carp_lifecycle *l,
                           const struct carp_nodeclaim *nc,
                           const struct carp_nodeclaim_status *st,
@@ -125,6 +124,17 @@ int carp__lc_finish_body(struct carp_lifecycle *l, const char *key,
  * errors (a conflict means the cache was stale: it is re-read). */
 void carp__lc_after_write(struct carp_lifecycle *l, const char *key,
                           const struct carp_kube_result *res);
-int64_t carp__lc_now(void);
+/* The labels a NodeClaim gets from its instance, as JSON members of the
+ * open labels object; whether nc carries them all already. */
+/* The NodePool's NodeRegistrationHealthy, told once after each reset:
+ * True when a NodeClaim registers, False with reason and message when one
+ * times out. */
+void carp__lc_pool_health(struct carp_lifecycle *l,
+                          const struct carp_nodeclaim *nc, int healthy,
+                          const char *reason, const char *message);
+void carp__lc_put_instance_labels(struct carp_jw *w,
+                                  const struct carp_provider_instance *in);
+int carp__lc_has_instance_labels(const struct carp_nodeclaim *nc,
+                                 const struct carp_provider_instance *in);
 
 #endif

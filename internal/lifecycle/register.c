@@ -51,39 +51,99 @@ static void put_taint(struct carp_jw *w, const struct carp_taint *t)
 
 /* ---- status writes ---- */
 
-/* Writes one condition (and status.nodeName); cb ends the reconcile once
+/* Writes one condition; cb ends the reconcile once
  * the write is answered (NULL: the usual carp__lc_after_write). */
 static void set_condition(struct carp_lifecycle *l,
                           const struct carp_nodeclaim *nc, const char *key,
                           const char *type, enum carp_cond_status status,
                           const char *reason, const char *message,
-                          const char *node_name, uint64_t idle_requeue_ms,
-                          carp_lc_write_cb cb)
+                          uint64_t idle_requeue_ms, carp_lc_write_cb cb)
 {
   struct carp_nodeclaim_status st;
   int changed;
   carp_nodeclaim_status_copy(&st, &nc->status);
-  changed =
-      carp_conditions_set(&st.conditions, &carp_condset_nodeclaim, type, status,
-                          reason, message, nc->meta.generation, carp__lc_now());
-  if (node_name && (!st.node_name || strcmp(st.node_name, node_name))) {
-    carp_free(st.node_name);
-    st.node_name = carp_strdup(node_name);
-    changed = 1;
-  }
+  changed = carp_conditions_set(&st.conditions, &carp_condset_nodeclaim, type,
+                                status, reason, message, nc->meta.generation,
+                                carp__lc_now(l));
   if (!changed) {
-    carp__lc_done(l, key,
-                  idle_requeue_ms ? CARP_RECONCILE_REQUEUE_AFTER
-                                  : CARP_RECONCILE_DONE,
-                  idle_requeue_ms);
+    carp_controller_done(&l->base, key,
+                         idle_requeue_ms ? CARP_RECONCILE_REQUEUE_AFTER
+                                         : CARP_RECONCILE_DONE,
+                         idle_requeue_ms);
   } else if (carp__lc_write_status(l, nc, &st, NULL, key,
                                    cb ? cb : carp__lc_after_write)) {
-    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+    carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
   }
   carp_nodeclaim_status_cleanup(&st);
 }
 
 /* ---- registration ---- */
+
+/* Why the Node is not initialized yet (reason and message), or NULL when
+ * it is: Ready, and none of the claim's startup taints left. synced says
+ * whether our registration patch (which adds them) is in node already. */
+static const char *not_initialized(const struct carp_nodeclaim *nc,
+                                   const struct carp_node *node, int synced,
+                                   char *msg, size_t cap)
+{
+  uint32_t i;
+  if (node->ready.status != 1) {
+    snprintf(msg, cap, "Node status is NotReady");
+    return "NodeNotReady";
+  }
+  /* As Karpenter: pods cannot land before the node lifecycle controller
+   * takes its not-ready taint off, a while after Ready. */
+  for (i = 0; i < node->ntaints; i++)
+    if (carp_sched_taint_ephemeral(node->taints[i].key) &&
+        node->taints[i].effect != CARP_EFFECT_PREFER_NO_SCHEDULE) {
+      snprintf(msg, cap, "KnownEphemeralTaint \"%s\" still exists",
+               node->taints[i].key);
+      return "KnownEphemeralTaintsExist";
+    }
+  for (i = 0; i < nc->spec.nstartup_taints; i++) {
+    const struct carp_taint *t = &nc->spec.startup_taints[i];
+    /* Before the sync adds them, a startup taint counts as present unless
+     * the Node opts out of taint syncing. */
+    int present =
+        has_taint(node->taints, node->ntaints, t->key, t->effect) ||
+        (!synced &&
+         !carp_kvset_get(node->meta.labels, "karpenter.sh/do-not-sync-taints"));
+    if (present) {
+      snprintf(msg, cap, "StartupTaint \"%s\" still exists", t->key);
+      return "StartupTaintsExist";
+    }
+  }
+  return NULL;
+}
+
+static int initialized_in(const struct carp_kube_result *res)
+{
+  yajl_val conds = carp_json_arr(res->body, "status", "conditions", NULL);
+  size_t i;
+  for (i = 0; conds && i < carp_json_len(conds); i++) {
+    yajl_val c = carp_json_at(conds, i);
+    const char *type = carp_json_str(c, "type", NULL);
+    const char *status = carp_json_str(c, "status", NULL);
+    if (type && status && !strcmp(type, CARP_COND_INITIALIZED) &&
+        !strcmp(status, "True"))
+      return 1;
+  }
+  return 0;
+}
+
+static void tell_initialized(struct carp_lifecycle *l,
+                             const struct carp_nodeclaim *nc,
+                             const struct carp_kube_result *res)
+{
+  const char *node = carp_json_str(res->body, "status", "nodeName", NULL);
+  CARP_LOG_INFO(LC_LOG, "initialized nodeclaim",
+                CARP_F_STR("nodeclaim", nc->meta.name),
+                CARP_F_STR("node", node ? node : ""));
+  carp_controller_event(&l->base, &nc->meta, "karpenter.sh/v1",
+                        CARP_EVENT_NORMAL, "Initialized",
+                        "Status condition transitioned, Type: Initialized, "
+                        "Status: True");
+}
 
 /* The transitions are told (log line, event, metric) when the status
  * write that makes them succeeds: that happens once, because every status
@@ -92,7 +152,8 @@ static void set_condition(struct carp_lifecycle *l,
 static void on_registered_written(struct carp_lifecycle *l, const char *key,
                                   const struct carp_kube_result *res)
 {
-  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(l->cluster, key);
+  const struct carp_nodeclaim *nc =
+      carp_cluster_nodeclaim(l->base.env.cluster, key);
   const char *node = carp_json_str(res->body, "status", "nodeName", NULL);
   if (!res->err && nc) {
     const char *pool = carp_nodeclaim_nodepool(nc);
@@ -100,13 +161,17 @@ static void on_registered_written(struct carp_lifecycle *l, const char *key,
         carp_kvset_get(nc->meta.labels, "topology.kubernetes.io/zone");
     carp_metric_add(l->m_nodes_created,
                     CARP_VALUES(pool ? pool : "", zone ? zone : ""), 1);
-    CARP_LOG_INFO("lifecycle", "registered nodeclaim",
+    CARP_LOG_INFO(LC_LOG, "registered nodeclaim",
                   CARP_F_STR("nodeclaim", nc->meta.name),
                   CARP_F_STR("node", node ? node : ""));
-    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Registered",
-                   "Status condition transitioned, Type: Registered, Status: "
-                   "True, Node: %s",
-                   node ? node : "");
+    carp_controller_event(&l->base, &nc->meta, "karpenter.sh/v1",
+                          CARP_EVENT_NORMAL, "Registered",
+                          "Status condition transitioned, Type: Registered, "
+                          "Status: True, Node: %s",
+                          node ? node : "");
+    if (initialized_in(res))
+      tell_initialized(l, nc, res);
+    carp__lc_pool_health(l, nc, 1, NULL, NULL);
   }
   carp__lc_after_write(l, key, res);
 }
@@ -114,37 +179,61 @@ static void on_registered_written(struct carp_lifecycle *l, const char *key,
 static void on_initialized_written(struct carp_lifecycle *l, const char *key,
                                    const struct carp_kube_result *res)
 {
-  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(l->cluster, key);
-  if (!res->err && nc) {
-    CARP_LOG_INFO(
-        "lifecycle", "initialized nodeclaim",
-        CARP_F_STR("nodeclaim", nc->meta.name),
-        CARP_F_STR("node", nc->status.node_name ? nc->status.node_name : ""));
-    carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 0, "Initialized",
-                   "Status condition transitioned, Type: Initialized, "
-                   "Status: True");
-  }
+  const struct carp_nodeclaim *nc =
+      carp_cluster_nodeclaim(l->base.env.cluster, key);
+  if (!res->err && nc)
+    tell_initialized(l, nc, res);
   carp__lc_after_write(l, key, res);
 }
 
+/* Registered=True with the Node's name, and Initialized as the Node
+ * stands, in one write: a Node that joins Ready is initialized at once. */
 static void set_registered(struct carp_lifecycle *l,
                            const struct carp_nodeclaim *nc, const char *key,
-                           const char *node)
+                           const struct carp_node *node, int initialized,
+                           int synced)
 {
-  set_condition(l, nc, key, CARP_COND_REGISTERED, CARP_COND_TRUE, "Registered",
-                "", node, 0, on_registered_written);
+  struct carp_nodeclaim_status st;
+  int64_t now = carp__lc_now(l);
+  char msg[300];
+  const char *why = NULL;
+  carp_nodeclaim_status_copy(&st, &nc->status);
+  carp_conditions_set(&st.conditions, &carp_condset_nodeclaim,
+                      CARP_COND_REGISTERED, CARP_COND_TRUE, "Registered", "",
+                      nc->meta.generation, now);
+  carp_free(st.node_name);
+  st.node_name = carp_strdup(node->meta.name);
+  if (!initialized)
+    why = not_initialized(nc, node, synced, msg, sizeof(msg));
+  if (initialized || why)
+    carp_conditions_set(&st.conditions, &carp_condset_nodeclaim,
+                        CARP_COND_INITIALIZED,
+                        initialized ? CARP_COND_TRUE : CARP_COND_UNKNOWN,
+                        initialized ? "Initialized" : why,
+                        initialized ? "" : msg, nc->meta.generation, now);
+  if (carp__lc_write_status(l, nc, &st, NULL, key, on_registered_written))
+    carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
+  carp_nodeclaim_status_cleanup(&st);
 }
 
 static void on_node_synced(struct carp_lifecycle *l, const char *key,
                            const struct carp_kube_result *res)
 {
-  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(l->cluster, key);
-  const char *node = carp_json_str(res->body, "metadata", "name", NULL);
-  if (res->err || !nc || !node) {
+  const struct carp_nodeclaim *nc =
+      carp_cluster_nodeclaim(l->base.env.cluster, key);
+  const struct carp_node *node =
+      nc ? carp_cluster_node_of_nodeclaim(l->base.env.cluster, nc) : NULL;
+  const char *name = carp_json_str(res->body, "metadata", "name", NULL);
+  if (res->err || !nc || !node || !name || strcmp(name, node->meta.name)) {
     carp__lc_after_write(l, key, res);
     return;
   }
-  set_registered(l, nc, key, node);
+  /* The cache's Node may not show our patch yet: its result says whether
+   * the initialized label went on with it. */
+  set_registered(l, nc, key, node,
+                 carp_json_str(res->body, "metadata", "labels",
+                               CARP_LABEL_INITIALIZED, NULL) != NULL,
+                 0);
 }
 
 /* The patch could not be built (over CARP_KUBE_MAX_BODY): it never will
@@ -164,10 +253,10 @@ static void sync_failed(struct carp_lifecycle *l,
                   "cannot register the node", CARP_F_STR("nodeclaim", key),
                   CARP_F_STR("node", node->meta.name),
                   CARP_F_STR("problem", msg));
-  carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1, "NodeSyncFailed", "%s",
-                 msg);
+  carp_controller_event(&l->base, &nc->meta, "karpenter.sh/v1",
+                        CARP_EVENT_WARNING, "NodeSyncFailed", "%s", msg);
   set_condition(l, nc, key, CARP_COND_REGISTERED, CARP_COND_FALSE,
-                "NodeSyncFailed", msg, NULL, 5 * 60 * 1000, NULL);
+                "NodeSyncFailed", msg, 5 * 60 * 1000, NULL);
 }
 
 static void sync_node(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
@@ -175,6 +264,7 @@ static void sync_node(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
 {
   struct carp_buf body;
   struct carp_jw w;
+  char msg[300];
   uint32_t i;
   int rc;
   int sync_taints =
@@ -182,10 +272,12 @@ static void sync_node(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
 
   if (!has_taint(node->taints, node->ntaints, CARP_TAINT_UNREGISTERED,
                  CARP_EFFECT_NO_EXECUTE))
-    carp__lc_event(l, &node->meta, "v1", 1, "UnregisteredTaintMissing",
-                   "Node %s registered without the %s:NoExecute taint; pods "
-                   "may have landed before its labels and taints were set",
-                   node->meta.name, CARP_TAINT_UNREGISTERED);
+    carp_controller_event(
+        &l->base, &node->meta, "v1", CARP_EVENT_WARNING,
+        "UnregisteredTaintMissing",
+        "Node %s registered without the %s:NoExecute taint; pods "
+        "may have landed before its labels and taints were set",
+        node->meta.name, CARP_TAINT_UNREGISTERED);
   carp_buf_init(&body, CARP_KUBE_MAX_BODY);
   carp_jw_init(&w, &body);
   carp_jw_obj(&w);
@@ -197,6 +289,8 @@ static void sync_node(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
   for (i = 0; nc->meta.labels && i < nc->meta.labels->n; i++)
     carp_jw_kstr(&w, nc->meta.labels->kv[i].key, nc->meta.labels->kv[i].value);
   carp_jw_kstr(&w, CARP_LABEL_REGISTERED, "true");
+  if (!not_initialized(nc, node, 0, msg, sizeof(msg)))
+    carp_jw_kstr(&w, CARP_LABEL_INITIALIZED, "true");
   carp_jw_obj_end(&w);
   carp_jw_key(&w, "annotations");
   carp_jw_obj(&w);
@@ -248,9 +342,9 @@ static void sync_node(struct carp_lifecycle *l, const struct carp_nodeclaim *nc,
   rc = carp_jw_finish(&w);
   if (rc)
     sync_failed(l, nc, node, key, rc);
-  else if (carp__lc_patch(l, key, "", "v1", "nodes", node->meta.name, NULL,
-                          body.ptr, body.len, on_node_synced))
-    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+  else if (carp__lc_patch_node(l, key, node->meta.name, body.ptr, body.len,
+                               on_node_synced))
+    carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
   carp_buf_free(&body);
 }
 
@@ -286,58 +380,56 @@ static void drop_unregistered_taint(struct carp_lifecycle *l,
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
   if (carp_jw_finish(&w) ||
-      carp__lc_patch(l, key, "", "v1", "nodes", node->meta.name, NULL, body.ptr,
-                     body.len, carp__lc_after_write))
-    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+      carp__lc_patch_node(l, key, node->meta.name, body.ptr, body.len,
+                          carp__lc_after_write))
+    carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
   carp_buf_free(&body);
 }
 
 static void on_node_initialized(struct carp_lifecycle *l, const char *key,
                                 const struct carp_kube_result *res)
 {
-  const struct carp_nodeclaim *nc = carp_cluster_nodeclaim(l->cluster, key);
+  const struct carp_nodeclaim *nc =
+      carp_cluster_nodeclaim(l->base.env.cluster, key);
   if (res->err || !nc) {
     carp__lc_after_write(l, key, res);
     return;
   }
   set_condition(l, nc, key, CARP_COND_INITIALIZED, CARP_COND_TRUE,
-                "Initialized", "", NULL, 0, on_initialized_written);
+                "Initialized", "", 0, on_initialized_written);
 }
 
 static void initialize(struct carp_lifecycle *l,
                        const struct carp_nodeclaim *nc,
                        const struct carp_node *node, const char *key)
 {
-  uint32_t i;
-  char body[512];
-  if (node->ready.status != 1) {
-    set_condition(l, nc, key, CARP_COND_INITIALIZED, CARP_COND_UNKNOWN,
-                  "NodeNotReady", "Node status is NotReady", NULL, 10000, NULL);
+  char body[512], msg[300];
+  const char *why = not_initialized(nc, node, 1, msg, sizeof(msg));
+  const struct carp_condition *init =
+      carp_conditions_get(&nc->status.conditions, CARP_COND_INITIALIZED);
+  if (why && init && init->status == CARP_COND_UNKNOWN) {
+    /* Still waiting, for one thing or the next: one write says so (a write
+     * per reason would cost the claim more than it tells). */
+    carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER, 10000);
     return;
   }
-  for (i = 0; i < nc->spec.nstartup_taints; i++) {
-    if (has_taint(node->taints, node->ntaints, nc->spec.startup_taints[i].key,
-                  nc->spec.startup_taints[i].effect)) {
-      char msg[300];
-      snprintf(msg, sizeof(msg), "StartupTaint \"%s\" still exists",
-               nc->spec.startup_taints[i].key);
-      set_condition(l, nc, key, CARP_COND_INITIALIZED, CARP_COND_UNKNOWN,
-                    "StartupTaintsExist", msg, NULL, 10000, NULL);
-      return;
-    }
+  if (why) {
+    set_condition(l, nc, key, CARP_COND_INITIALIZED, CARP_COND_UNKNOWN, why,
+                  msg, 10000, NULL);
+    return;
   }
   if (has_taint(node->taints, node->ntaints, CARP_TAINT_UNREGISTERED,
                 CARP_EFFECT_ANY)) {
     const struct carp_condition *reg =
         carp_conditions_get(&nc->status.conditions, CARP_COND_REGISTERED);
-    if (reg && carp__lc_now() - reg->transition_ms > TAINT_RESYNC_MS) {
+    if (reg && carp__lc_now(l) - reg->transition_ms > TAINT_RESYNC_MS) {
       /* Someone wrote the taint back: take it off again, or the node
        * would stay unschedulable for good. */
       drop_unregistered_taint(l, node, key);
       return;
     }
     /* Our own registration patch is not in the cache yet. */
-    carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, 200);
+    carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER, 200);
     return;
   }
   if (carp_kvset_has(node->meta.labels, CARP_LABEL_INITIALIZED)) {
@@ -348,9 +440,9 @@ static void initialize(struct carp_lifecycle *l,
            "{\"metadata\":{\"resourceVersion\":\"%s\",\"labels\":{\"%s\":"
            "\"true\"}}}",
            carp__lc_node_rv(l, key, &node->meta), CARP_LABEL_INITIALIZED);
-  if (carp__lc_patch(l, key, "", "v1", "nodes", node->meta.name, NULL, body,
-                     strlen(body), on_node_initialized))
-    carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+  if (carp__lc_patch_node(l, key, node->meta.name, body, strlen(body),
+                          on_node_initialized))
+    carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
 }
 
 static void on_deleted(struct carp_lifecycle *l, const char *key,
@@ -362,7 +454,8 @@ static void on_deleted(struct carp_lifecycle *l, const char *key,
 void carp__lc_register(struct carp_lifecycle *l,
                        const struct carp_nodeclaim *nc, const char *key)
 {
-  const struct carp_node *node = carp_cluster_node_of_nodeclaim(l->cluster, nc);
+  const struct carp_node *node =
+      carp_cluster_node_of_nodeclaim(l->base.env.cluster, nc);
   const struct carp_condition *launched =
       carp_conditions_get(&nc->status.conditions, CARP_COND_LAUNCHED);
   int registered =
@@ -370,34 +463,39 @@ void carp__lc_register(struct carp_lifecycle *l,
 
   if (!node) {
     int64_t since = launched ? launched->transition_ms : nc->meta.creation_ms;
-    int64_t waited = carp__lc_now() - since;
+    int64_t waited = carp__lc_now(l) - since;
     const struct carp_condition *reg =
         carp_conditions_get(&nc->status.conditions, CARP_COND_REGISTERED);
-    if (registered && carp__lc_now() - reg->transition_ms < NODE_GONE_MS) {
+    if (registered && carp__lc_now(l) - reg->transition_ms < NODE_GONE_MS) {
       /* Just registered: our cache may not show the Node yet. */
-      carp__lc_done(l, key, CARP_RECONCILE_REQUEUE_AFTER, NODE_GONE_MS);
+      carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER,
+                           NODE_GONE_MS);
       return;
     }
     if (registered) {
       /* Its Node went away without us: the NodeClaim follows it. */
-      carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1, "NodeDeleted",
-                     "Node of NodeClaim %s was deleted", nc->meta.name);
+      carp_controller_event(&l->base, &nc->meta, "karpenter.sh/v1",
+                            CARP_EVENT_WARNING, "NodeDeleted",
+                            "Node of NodeClaim %s was deleted", nc->meta.name);
       if (carp__lc_delete_claim(l, nc, key, "node_deleted", on_deleted))
-        carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+        carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
       return;
     }
     if (waited > (int64_t)l->o.registration_timeout_ms) {
-      carp__lc_event(l, &nc->meta, "karpenter.sh/v1", 1, "RegistrationTimeout",
-                     "Node did not register within %llu s",
-                     (unsigned long long)l->o.registration_timeout_ms / 1000);
+      carp_controller_event(
+          &l->base, &nc->meta, "karpenter.sh/v1", CARP_EVENT_WARNING,
+          "RegistrationTimeout", "Node did not register within %llu s",
+          (unsigned long long)l->o.registration_timeout_ms / 1000);
+      carp__lc_pool_health(l, nc, 0, "RegistrationFailed",
+                           "Failed to register node");
       if (carp__lc_delete_claim(l, nc, key, "registration_timeout", on_deleted))
-        carp__lc_done(l, key, CARP_RECONCILE_ERROR, 0);
+        carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
       return;
     }
     /* Look again when the timeout would pass (Node events come sooner). */
     set_condition(
-        l, nc, key, CARP_COND_REGISTERED, CARP_COND_UNKNOWN, "NodeNotFound",
-        "Node not registered with cluster", NULL,
+        l, nc, key, CARP_COND_REGISTERED, CARP_COND_UNKNOWN,
+        LC_NOT_REGISTERED_REASON, LC_NOT_REGISTERED_MESSAGE,
         (uint64_t)((int64_t)l->o.registration_timeout_ms - waited) + 100, NULL);
     return;
   }
@@ -410,7 +508,9 @@ void carp__lc_register(struct carp_lifecycle *l,
     if (carp_kvset_has(node->meta.labels, CARP_LABEL_REGISTERED) &&
         !has_taint(node->taints, node->ntaints, CARP_TAINT_UNREGISTERED,
                    CARP_EFFECT_ANY))
-      set_registered(l, nc, key, node->meta.name);
+      set_registered(l, nc, key, node,
+                     carp_kvset_has(node->meta.labels, CARP_LABEL_INITIALIZED),
+                     1);
     else
       sync_node(l, nc, node, key);
     return;
@@ -419,5 +519,5 @@ void carp__lc_register(struct carp_lifecycle *l,
     initialize(l, nc, node, key);
     return;
   }
-  carp__lc_done(l, key, CARP_RECONCILE_DONE, 0);
+  carp_controller_done(&l->base, key, CARP_RECONCILE_DONE, 0);
 }

@@ -347,7 +347,7 @@ static struct carp_metric *stream(struct carp_metricsctl *m, const char *name,
                                    ? CARP_METRIC_UNTYPED
                                    : CARP_METRIC_GAUGE;
   struct carp_metric *f =
-      carp_metrics_stream(m->o.metrics, name, help, type, labels, cb, m);
+      carp_metrics_stream(m->base.env.metrics, name, help, type, labels, cb, m);
   if (f && m->nstreams < CARP_ARRAY_LEN(m->streams))
     m->streams[m->nstreams++] = f;
   return f;
@@ -410,76 +410,73 @@ static void register_all(struct carp_metricsctl *m)
          "The time for which cluster state is not synced", NULL,
          stream_unsynced_time);
   m->m_startup = carp_metrics_summary(
-      m->o.metrics, "karpenter_pods_startup_duration_seconds",
+      m->base.env.metrics, "karpenter_pods_startup_duration_seconds",
       "The time from pod creation until the pod is running.", NULL, startup_q,
       CARP_ARRAY_LEN(startup_q), 0, 0);
   m->m_bound = carp_metrics_histogram(
-      m->o.metrics, "karpenter_pods_bound_duration_seconds",
+      m->base.env.metrics, "karpenter_pods_bound_duration_seconds",
       "The time from pod creation until the pod is bound.", NULL,
       carp_metrics_duration_buckets, carp_metrics_duration_buckets_len);
 }
 
-int carp_metricsctl_new(uv_loop_t *loop, struct carp_cluster *cluster,
+/* Nothing is ever queued: the gauges are computed at scrape time and the
+ * durations observed in the pod informer's map. */
+static void reconcile(struct carp_controller *c, const char *key)
+{
+  carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
+}
+
+/* At close: the streamed families render nothing from now on. */
+static void cancel(struct carp_controller *c)
+{
+  struct carp_metricsctl *m = MCTL(c);
+  size_t i;
+  for (i = 0; i < m->nstreams; i++)
+    carp_metric_stream_detach(m->streams[i]);
+}
+
+static void metricsctl_free(struct carp_controller *c)
+{
+  struct carp_metricsctl *m = MCTL(c);
+  snap_clear(m);
+  carp_map_free(&m->snap_index);
+  CARP_FREE(&m->snap);
+  carp_free(m);
+}
+
+static const struct carp_controller_def metricsctl_def = {
+    .name = "metrics.state",
+    .log_module = "metrics",
+    .before_sync = 1,
+    .reconcile = reconcile,
+    .cancel = cancel,
+    .free = metricsctl_free,
+};
+
+int carp_metricsctl_new(const struct carp_controller_env *env,
                         const struct carp_metricsctl_options *o,
-                        struct carp_metricsctl **out)
+                        struct carp_controller **out)
 {
   struct carp_metricsctl *m;
   int rc;
-  if (!loop || !cluster || !o || !o->metrics || !out)
+  if (!env || !env->metrics || !out)
     return CARP_EINVAL;
   m = CARP_NEW(struct carp_metricsctl);
-  m->loop = loop;
-  m->cluster = cluster;
-  m->o = *o;
+  m->cluster = env->cluster;
+  if (o)
+    m->o = *o;
   if (!m->o.pod_series_limit)
     m->o.pod_series_limit = 5000;
   carp_map_init(&m->snap_index);
   m->unsynced_since_ms = (int64_t)carp_time_mono_ms();
-  rc = carp__mctl_pods_init(m);
+  rc = carp_controller_init(&m->base, env, &metricsctl_def);
   if (rc) {
-    /* A wiring error (too many handlers): m stays allocated. */
-    CARP_LOG_ERROR("metrics", "cannot add informer handlers", CARP_F_ERR(rc));
+    carp_map_free(&m->snap_index);
+    carp_free(m);
     return rc;
   }
   register_all(m);
-  uv_timer_init(loop, &m->closer);
-  m->closer.data = m;
-  *out = m;
+  carp_controller_watch(&m->base, env->cluster->pods, carp__mctl_pod_event);
+  *out = &m->base;
   return 0;
-}
-
-void carp_metricsctl_set_active(struct carp_metricsctl *m, int active)
-{
-  m->active = active;
-}
-
-static void on_closed(uv_handle_t *h)
-{
-  struct carp_metricsctl *m = h->data;
-  snap_clear(m);
-  carp_map_free(&m->snap_index);
-  CARP_FREE(&m->snap);
-  m->capsnap = 0;
-  if (m->close_cb)
-    m->close_cb(m->close_arg);
-}
-
-void carp_metricsctl_free(struct carp_metricsctl *m)
-{
-  carp_free(m);
-}
-
-void carp_metricsctl_close(struct carp_metricsctl *m, void (*cb)(void *arg),
-                           void *arg)
-{
-  size_t i;
-  if (!m || m->closing)
-    return;
-  m->closing = 1;
-  m->active = 0;
-  m->close_cb = cb;
-  m->close_arg = arg;
-  for (i = 0; i < m->nstreams; i++)
-    carp_metric_stream_detach(m->streams[i]);
-  uv_close((uv_handle_t *)&m->closer, on_closed);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "carpenter/api.h"
+#include "carpenter/controller.h"
 #include "carpenter/map.h"
 #include "carpenter/metrics.h"
 #include "carpenter/metricsctl.h"
@@ -43,14 +44,9 @@ struct carp_mctl_node {
 #define MCTL_OWNER_CACHE 1024 /* owner link cache slots */
 
 struct carp_metricsctl {
-  uv_loop_t *loop;
-  struct carp_cluster *cluster;
+  struct carp_controller base;
+  struct carp_cluster *cluster; /* base.env.cluster */
   struct carp_metricsctl_options o;
-  int active;
-  int closing;
-  uv_timer_t closer;
-  void (*close_cb)(void *arg);
-  void *close_arg;
   struct carp_metric *streams[16];
   size_t nstreams;
   struct carp_metric *m_startup;
@@ -82,6 +78,11 @@ void carp__mctl_stream_pods(struct carp_metric_writer *w, void *arg);
 void carp__mctl_stream_pods_omitted(struct carp_metric_writer *w, void *arg);
 /* Formats the node's labels for karpenter_pods_state (pod_labels). */
 void carp__mctl_pod_labels(struct carp_mctl_node *s);
-int carp__mctl_pods_init(struct carp_metricsctl *m);
+/* The pod informer's map: observes the durations (while leading). */
+void carp__mctl_pod_event(struct carp_controller *c,
+                          const struct carp_objmeta *old,
+                          const struct carp_objmeta *obj, int deleted);
+
+#define MCTL(c) carp_container_of(c, struct carp_metricsctl, base)
 
 #endif

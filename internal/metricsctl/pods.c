@@ -247,31 +247,26 @@ void carp__mctl_stream_pods_omitted(struct carp_metric_writer *w, void *arg)
 
 /* ---- durations ---- */
 
-static void pod_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
-                        void *arg)
+void carp__mctl_pod_event(struct carp_controller *c,
+                          const struct carp_objmeta *old,
+                          const struct carp_objmeta *obj, int deleted)
 {
-  struct carp_metricsctl *m = arg;
+  struct carp_metricsctl *m = MCTL(c);
   const struct carp_pod *o = (const struct carp_pod *)old;
   const struct carp_pod *p = (const struct carp_pod *)obj;
   int64_t created = p->meta.creation_ms;
-  if (!m->active || m->closing || !created)
+  if (!o || deleted || !created)
     return;
   /* Seen unbound, now bound: creation to PodScheduled=True. */
   if (!o->node_name && p->node_name) {
-    int64_t at = p->scheduled_ms ? p->scheduled_ms : carp_time_wall_ms();
+    int64_t at = p->scheduled_ms ? p->scheduled_ms : carp_controller_now(c);
     if (at >= created)
       carp_metric_observe(m->m_bound, NULL, (double)(at - created) / 1000.0);
   }
   /* Seen not Ready, now Ready: creation to Ready=True. */
   if (!o->ready && p->ready && p->phase == CARP_POD_RUNNING) {
-    int64_t at = p->ready_ms ? p->ready_ms : carp_time_wall_ms();
+    int64_t at = p->ready_ms ? p->ready_ms : carp_controller_now(c);
     if (at >= created)
       carp_metric_observe(m->m_startup, NULL, (double)(at - created) / 1000.0);
   }
-}
-
-int carp__mctl_pods_init(struct carp_metricsctl *m)
-{
-  struct carp_informer_handlers h = {.on_update = pod_updated, .arg = m};
-  return carp_informer_add_handlers(m->cluster->pods, &h);
 }

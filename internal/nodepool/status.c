@@ -64,6 +64,25 @@ static int resources_equal(const struct carp_resources *a,
   return 1;
 }
 
+/* NodeRegistrationHealthy is told by the lifecycle controller (True when
+ * a NodeClaim registers, False when one times out), once after each
+ * reset: back to Unknown whenever the NodePool or its class changes, so
+ * that it speaks of the nodes the current spec makes. */
+static int registration_health(const struct carp_nodepool *np,
+                               const struct carp_nodeclass *cls, int64_t gen,
+                               int64_t now_ms, struct carp_nodepool_status *st)
+{
+  const struct carp_condition *c =
+      carp_conditions_get(&st->conditions, CARP_COND_NODE_REG_HEALTHY);
+  if (c && c->observed_generation == gen &&
+      (!cls ||
+       np->status.nodeclass_observed_generation == cls->meta.generation))
+    return 0;
+  return carp_conditions_set(&st->conditions, &carp_condset_nodepool,
+                             CARP_COND_NODE_REG_HEALTHY, CARP_COND_UNKNOWN,
+                             NULL, NULL, gen, now_ms);
+}
+
 int carp_nodepool_status_compute(const struct carp_nodepool *np,
                                  const struct carp_nodeclass *cls,
                                  struct carp_objmeta *const *claims,
@@ -85,6 +104,7 @@ int carp_nodepool_status_compute(const struct carp_nodepool *np,
         np->invalid_reason ? np->invalid_reason : "invalid NodePool", gen,
         now_ms);
   changed |= set_class_ready(np, cls, gen, now_ms, st);
+  changed |= registration_health(np, cls, gen, now_ms, st);
   changed |= carp_conditions_recompute_root(
       &st->conditions, &carp_condset_nodepool, gen, now_ms);
 

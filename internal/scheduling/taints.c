@@ -30,6 +30,15 @@ static int str_eq(const char *a, const char *b)
   return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
+int carp_sched_taint_ephemeral(const char *key)
+{
+  size_t k;
+  for (k = 0; k < CARP_ARRAY_LEN(ephemeral); k++)
+    if (str_eq(key, ephemeral[k]))
+      return 1;
+  return 0;
+}
+
 int carp_sched_tolerates(const struct carp_sched_toleration *t,
                          const struct carp_sched_taint *taint)
 {
@@ -84,13 +93,8 @@ uint32_t schd_taintset(struct schd_solver *s, const struct carp_sched_taint *t,
     size_t k;
     if (str_eq(t[i].key, CARP_TAINT_UNREGISTERED))
       continue;
-    if (ignore_ephemeral) {
-      for (k = 0; k < CARP_ARRAY_LEN(ephemeral); k++)
-        if (str_eq(t[i].key, ephemeral[k]))
-          break;
-      if (k < CARP_ARRAY_LEN(ephemeral))
-        continue;
-    }
+    if (ignore_ephemeral && carp_sched_taint_ephemeral(t[i].key))
+      continue;
     for (k = 0; k < nignore; k++)
       if (taint_eq(&t[i], &ignore[k]))
         break;

@@ -296,6 +296,11 @@ static void why_not_candidate(struct carp_simulation *s, struct sim_node *e,
     snprintf(e->why, sizeof(e->why), "its NodePool is static");
     return;
   }
+  if (np->consolidate_after_ms == CARP_DURATION_NEVER) {
+    snprintf(e->why, sizeof(e->why),
+             "its NodePool has consolidateAfter: Never");
+    return;
+  }
   since = carp__dis_since(s->cluster, nc, node, 0);
   left = since + np->consolidate_after_ms - s->now_ms;
   left = left > 0 ? (left + 999) / 1000 * 1000 : 0; /* whole seconds */
@@ -321,8 +326,17 @@ static void why_candidate(struct carp_simulation *s,
   enum carp_disruption_reason r =
       cd->empty ? CARP_DISRUPT_EMPTY : CARP_DISRUPT_UNDERUTILIZED;
   e->pods = cd->npods;
-  if (!cd->empty &&
-      p->np->consolidation_policy == CARP_CONSOLIDATE_WHEN_EMPTY) {
+  if (cd->drifted && !p->allowed[CARP_DISRUPT_DRIFTED]) {
+    snprintf(e->why, sizeof(e->why),
+             "drifted; the disruption budgets of NodePool %s allow no "
+             "Drifted disruption now",
+             p->np->meta.name);
+  } else if (cd->drifted) {
+    snprintf(e->why, sizeof(e->why),
+             "drifted; not replaced in this round (one drifted node at a "
+             "time)");
+  } else if (!cd->empty &&
+             p->np->consolidation_policy == CARP_CONSOLIDATE_WHEN_EMPTY) {
     snprintf(e->why, sizeof(e->why),
              "its NodePool consolidates empty nodes only "
              "(consolidationPolicy: WhenEmpty)");
@@ -362,7 +376,10 @@ static void record_command(struct carp_simulation *s,
       continue;
     e->action = s->decision;
     e->pods = cd->npods;
-    if (cd->empty)
+    if (cmd->method == DIS_DRIFT)
+      snprintf(e->why, sizeof(e->why), "drifted: %s",
+               cd->npods ? "replaced first, then drained" : "empty");
+    else if (cd->empty)
       snprintf(e->why, sizeof(e->why), "empty: no pod to move");
     else if (s->decision == SIM_DELETE)
       snprintf(e->why, sizeof(e->why),

@@ -199,7 +199,7 @@ static void on_evicted(const struct carp_kube_result *res, void *arg)
   struct carp_termination *t = e->t;
   struct node_mem *m = e->m;
   struct pod_drain *d = e->d;
-  int64_t now = carp__term_now();
+  int64_t now = carp__term_now(t);
 
   d->evict = NULL;
   count_code(t, res->status);
@@ -215,9 +215,10 @@ static void on_evicted(const struct carp_kube_result *res, void *arg)
     d->next_ms = now + EVICTED_RECHECK_MS;
     CARP_LOG_INFO("termination", "evicted pod", CARP_F_STR("node", m->name),
                   CARP_F_STR("namespace", d->ns), CARP_F_STR("pod", d->name));
-    if (t->o.recorder)
-      carp_recorder_event(t->o.recorder, &tg, CARP_EVENT_NORMAL, "Evicted",
-                          "Evicted pod: Deleting the node (%s)", e->reason);
+    if (t->base.env.recorder)
+      carp_recorder_event(t->base.env.recorder, &tg, CARP_EVENT_NORMAL,
+                          "Evicted", "Evicted pod: Deleting the node (%s)",
+                          e->reason);
     carp_metric_add(t->m_pods_drained, CARP_VALUES(e->reason), 1);
   } else if ((res->err == CARP_ENOTFOUND && !carp_kube_error_permanent(res)) ||
              res->err == CARP_ECONFLICT) {
@@ -243,14 +244,16 @@ static void on_evicted(const struct carp_kube_result *res, void *arg)
                       CARP_F_STR("message", res->message),
                       CARP_F_DURATION("retry_in", delay));
       if (!m->dropped) {
-        const struct carp_node *node = carp_cluster_node(t->cluster, m->name);
+        const struct carp_node *node =
+            carp_cluster_node(t->base.env.cluster, m->name);
         m->failed_event_ms = now;
         if (node)
-          carp__term_event(t, &node->meta, "v1", 1, "FailedDraining",
-                           "Failed to drain node, the API server refused to "
-                           "evict pod %s/%s (%ld: %s); retrying every few "
-                           "minutes until the termination deadline",
-                           d->ns, d->name, res->status, res->message);
+          carp_controller_event(
+              &t->base, &node->meta, "v1", CARP_EVENT_WARNING, "FailedDraining",
+              "Failed to drain node, the API server refused to "
+              "evict pod %s/%s (%ld: %s); retrying every few "
+              "minutes until the termination deadline",
+              d->ns, d->name, res->status, res->message);
       }
     } else if (res->err == CARP_ETOOMANY) {
       CARP_LOG_FOLDED(
@@ -259,13 +262,15 @@ static void on_evicted(const struct carp_kube_result *res, void *arg)
           CARP_F_STR("node", m->name), CARP_F_STR("namespace", d->ns),
           CARP_F_STR("pod", d->name), CARP_F_DURATION("retry_in", delay));
       if (now - m->failed_event_ms >= FAILED_EVENT_MS && !m->dropped) {
-        const struct carp_node *node = carp_cluster_node(t->cluster, m->name);
+        const struct carp_node *node =
+            carp_cluster_node(t->base.env.cluster, m->name);
         m->failed_event_ms = now;
         if (node)
-          carp__term_event(t, &node->meta, "v1", 1, "FailedDraining",
-                           "Failed to drain node, evicting pod violates a "
-                           "PDB (Pod=%s/%s)",
-                           d->ns, d->name);
+          carp_controller_event(&t->base, &node->meta, "v1", CARP_EVENT_WARNING,
+                                "FailedDraining",
+                                "Failed to drain node, evicting pod violates a "
+                                "PDB (Pod=%s/%s)",
+                                d->ns, d->name);
       }
     } else {
       CARP_LOG_FOLDED(
@@ -276,9 +281,9 @@ static void on_evicted(const struct carp_kube_result *res, void *arg)
           CARP_F_DURATION("retry_in", delay));
     }
   }
-  if (!t->closing && !m->dropped)
-    carp_workqueue_add_after(
-        t->queue, m->name,
+  if (!m->dropped)
+    carp_controller_enqueue_after(
+        &t->base, m->name,
         res->err ? (uint64_t)(d->next_ms > now ? d->next_ms - now : 0) : 0);
   carp_free(e->reason);
   carp_free(e);
@@ -334,16 +339,16 @@ static void evict(struct carp_termination *t, struct node_mem *m,
     e->m = m;
     e->d = d;
     e->reason = carp_strdup(reason);
-    t->pending++;
+    carp_controller_hold(&t->base);
     m->busy++;
-    rc = carp_kube_call(t->kube, &r, on_evicted, e, &d->evict);
+    rc = carp_kube_call(t->base.env.kube, &r, on_evicted, e, &d->evict);
     if (rc) {
       d->evict = NULL;
-      t->pending--;
+      carp_controller_release(&t->base);
       m->busy--;
       carp_free(e->reason);
       carp_free(e);
-      carp_retry_fail(&d->retry, carp__term_now());
+      carp_retry_fail(&d->retry, carp__term_now(t));
       d->next_ms = d->retry.next_ms;
     }
   }
@@ -369,7 +374,7 @@ static void on_pod_deleted(const struct carp_kube_result *res, void *arg)
   if (!res->err || res->err == CARP_ENOTFOUND || res->err == CARP_ECONFLICT) {
     c->d->deleted = 1;
   } else if (res->err != CARP_ECANCELED && res->err != CARP_ENOTLEADER) {
-    after = carp_retry_fail(&c->d->del_retry, carp__term_now());
+    after = carp_retry_fail(&c->d->del_retry, carp__term_now(t));
     CARP_LOG_FOLDED(
         &t->fold, c->d->uid, CARP_LOG_WARN, "termination",
         "deleting pod failed, will retry", CARP_F_STR("node", m->name),
@@ -377,8 +382,8 @@ static void on_pod_deleted(const struct carp_kube_result *res, void *arg)
         CARP_F_ERR(res->err), CARP_F_STR("message", res->message),
         CARP_F_DURATION("retry_in", after));
   }
-  if (!t->closing && !m->dropped)
-    carp_workqueue_add_after(t->queue, m->name, after);
+  if (!m->dropped)
+    carp_controller_enqueue_after(&t->base, m->name, after);
   carp_free(c);
   carp__term_mem_release(t, m);
 }
@@ -404,9 +409,9 @@ static void force_delete(struct carp_termination *t, struct node_mem *m,
                 CARP_F_STR("node", m->name), CARP_F_STR("namespace", d->ns),
                 CARP_F_STR("pod", d->name), CARP_F_STR("deadline", when),
                 CARP_F_INT("grace_seconds", o.grace_seconds));
-  if (t->o.recorder)
+  if (t->base.env.recorder)
     carp_recorder_event(
-        t->o.recorder, &tg, CARP_EVENT_NORMAL, "Disrupted",
+        t->base.env.recorder, &tg, CARP_EVENT_NORMAL, "Disrupted",
         "Deleting the pod to accommodate the terminationTime %s of the node. "
         "The pod was granted %" PRId64
         " seconds of grace-period of its %" PRId64
@@ -417,12 +422,12 @@ static void force_delete(struct carp_termination *t, struct node_mem *m,
   c->t = t;
   c->m = m;
   c->d = d;
-  t->pending++;
+  carp_controller_hold(&t->base);
   m->busy++;
   d->deleting = 1;
-  if (carp_kube_delete(t->kube, &ref, &o, on_pod_deleted, c)) {
+  if (carp_kube_delete(t->base.env.kube, &ref, &o, on_pod_deleted, c)) {
     d->deleting = 0;
-    t->pending--;
+    carp_controller_release(&t->base);
     m->busy--;
     carp_free(c);
   }
@@ -437,7 +442,7 @@ size_t carp__term_drain(struct carp_termination *t, struct node_mem *m,
 {
   struct carp_objmeta *const *pods;
   size_t n, i, left = 0, blocked = 0, tier_left[2] = {0, 0};
-  int64_t now = carp__term_now(), wake = now + DRAIN_POLL_MS;
+  int64_t now = carp__term_now(t), wake = now + DRAIN_POLL_MS;
   const char *reason = drain_reason(nc);
   int tier;
   struct carp_map_iter it;
@@ -447,7 +452,7 @@ size_t carp__term_drain(struct carp_termination *t, struct node_mem *m,
   while (carp_map_next(&m->pods, &it, NULL, NULL, &v))
     ((struct pod_drain *)v)->seen = 0;
 
-  pods = carp_cluster_pods_on_node(t->cluster, node->meta.name, &n);
+  pods = carp_cluster_pods_on_node(t->base.env.cluster, node->meta.name, &n);
   /* Pass 1: what is left, per tier, and the deadline deletes. */
   for (i = 0; i < n; i++) {
     const struct carp_pod *p = (const struct carp_pod *)pods[i];
@@ -493,10 +498,11 @@ size_t carp__term_drain(struct carp_termination *t, struct node_mem *m,
   prune(m);
   if (blocked && now - m->failed_event_ms >= FAILED_EVENT_MS) {
     m->failed_event_ms = now;
-    carp__term_event(t, &node->meta, "v1", 1, "FailedDraining",
-                     "Failed to drain node, %zu pods have the %s annotation "
-                     "and wait for the termination deadline",
-                     blocked, CARP_ANN_DO_NOT_DISRUPT);
+    carp_controller_event(
+        &t->base, &node->meta, "v1", CARP_EVENT_WARNING, "FailedDraining",
+        "Failed to drain node, %zu pods have the %s annotation "
+        "and wait for the termination deadline",
+        blocked, CARP_ANN_DO_NOT_DISRUPT);
   }
   *retry_ms = wake > now ? (uint64_t)(wake - now) : 0;
   if (deadline_ms != CARP_DURATION_NEVER && deadline_ms > now &&

@@ -70,39 +70,23 @@ void carp__term_mem_drop(struct carp_termination *t, const char *name)
   mem_free(m);
 }
 
-void carp__term_mem_release(struct carp_termination *t, struct node_mem *m)
+void carp__term_mem_unbusy(struct node_mem *m)
 {
   if (--m->busy == 0 && m->dropped)
     mem_free(m);
-  carp__term_unpend(t);
+}
+
+void carp__term_mem_release(struct carp_termination *t, struct node_mem *m)
+{
+  carp__term_mem_unbusy(m);
+  carp_controller_release(&t->base);
 }
 
 /* ---- helpers ---- */
 
-void carp__term_done(struct carp_termination *t, const char *key,
-                     enum carp_reconcile_result r, uint64_t after_ms)
+int64_t carp__term_now(const struct carp_termination *t)
 {
-  carp_workqueue_done(t->queue, key, r, after_ms);
-}
-
-void carp__term_event(struct carp_termination *t, const struct carp_objmeta *m,
-                      const char *api_version, int warning, const char *reason,
-                      const char *fmt, ...)
-{
-  struct carp_event_target tg;
-  struct carp_buf msg;
-  va_list ap;
-  if (!t->o.recorder)
-    return;
-  carp_buf_init(&msg, CARP_BUF_UNLIMITED); /* the recorder cuts it */
-  va_start(ap, fmt);
-  carp_buf_vprintf(&msg, fmt, ap);
-  va_end(ap);
-  tg = carp_event_target_of(m, api_version);
-  carp_recorder_event(t->o.recorder, &tg,
-                      warning ? CARP_EVENT_WARNING : CARP_EVENT_NORMAL, reason,
-                      "%s", carp_buf_cstr(&msg));
-  carp_buf_free(&msg);
+  return carp_controller_now(&t->base);
 }
 
 static int has_taint(const struct carp_node *n, const char *key,
@@ -123,31 +107,37 @@ static const char *label(const struct carp_kvset *labels, const char *key)
 
 /* The hard deadline of the drain: the stamped annotation, else the
  * NodeClaim's deletion time plus its terminationGracePeriod. */
+/* The stamp wins when there is one, as in Karpenter: node repair stamps
+ * "now" on NodeClaims of pools without a terminationGracePeriod. */
 static int64_t deadline_of(const struct carp_nodeclaim *nc)
 {
   const char *ann;
   int64_t at;
-  if (!nc || !nc->meta.deletion_ms ||
-      nc->spec.termination_grace_ms == CARP_DURATION_NEVER)
+  if (!nc || !nc->meta.deletion_ms)
     return CARP_DURATION_NEVER;
   ann = carp_kvset_get(nc->meta.annotations, CARP_ANN_TERMINATION_TS);
   if (ann && !carp_time_parse_rfc3339(ann, &at))
     return at;
+  if (nc->spec.termination_grace_ms == CARP_DURATION_NEVER)
+    return CARP_DURATION_NEVER;
   return nc->meta.deletion_ms + nc->spec.termination_grace_ms;
 }
 
 /* ---- step 1: the NodeClaim goes with its Node ---- */
 
-static void on_claim_deleted(struct carp_termination *t, const char *key,
-                             const struct carp_kube_result *res)
+static void on_claim_deleted(struct carp_controller *c, const char *key,
+                             const struct carp_kube_result *res, void *arg)
 {
+  struct carp_termination *t = TERM(c);
+  (void)arg;
   struct node_mem *m = carp_map_gets(&t->mem, key);
   /* The NodeClaim's update (its deletionTimestamp) queues the Node again;
    * a look before the cache shows it would only delete it a second time. */
   if (!res->err) {
     if (m)
-      m->claim_deleted_ms = carp__term_now();
-    carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, CLAIM_DELETE_WAIT);
+      m->claim_deleted_ms = carp__term_now(t);
+    carp_controller_done(&t->base, key, CARP_RECONCILE_REQUEUE_AFTER,
+                         CLAIM_DELETE_WAIT);
     return;
   }
   carp__term_after_write(t, key, res);
@@ -166,16 +156,19 @@ static void delete_claim(struct carp_termination *t,
   CARP_LOG_INFO("termination", "node deleted: deleting its nodeclaim",
                 CARP_F_STR("node", node->meta.name),
                 CARP_F_STR("nodeclaim", nc->meta.name));
-  carp__term_event(t, &nc->meta, "karpenter.sh/v1", 0, "Terminating",
-                   "Node %s is being deleted", node->meta.name);
-  if (carp__term_delete(t, key, &ref, &o, on_claim_deleted))
-    carp__term_done(t, key, CARP_RECONCILE_ERROR, 0);
+  carp_controller_event(&t->base, &nc->meta, "karpenter.sh/v1",
+                        CARP_EVENT_NORMAL, "Terminating",
+                        "Node %s is being deleted", node->meta.name);
+  if (carp_write_delete(&t->base, key, &ref, &o, on_claim_deleted, NULL))
+    carp_controller_done(&t->base, key, CARP_RECONCILE_ERROR, 0);
 }
 
 /* The termination timestamp annotation, as Karpenter stamps it. */
-static void on_stamped(struct carp_termination *t, const char *key,
-                       const struct carp_kube_result *res)
+static void on_stamped(struct carp_controller *c, const char *key,
+                       const struct carp_kube_result *res, void *arg)
 {
+  struct carp_termination *t = TERM(c);
+  (void)arg;
   struct node_mem *m = carp_map_gets(&t->mem, key);
   if (m)
     m->stamping = 0;
@@ -185,33 +178,12 @@ static void on_stamped(struct carp_termination *t, const char *key,
 static void stamp_deadline(struct carp_termination *t, struct node_mem *m,
                            const struct carp_nodeclaim *nc, int64_t deadline)
 {
-  struct carp_kube_ref ref = {.group = CARP_KARPENTER_GROUP,
-                              .version = CARP_KARPENTER_VERSION,
-                              .resource = "nodeclaims",
-                              .name = nc->meta.name};
-  char ts[CARP_RFC3339_LEN];
-  struct carp_buf body;
-  struct carp_jw w;
   if (m->stamping ||
       carp_kvset_has(nc->meta.annotations, CARP_ANN_TERMINATION_TS))
     return;
-  carp_time_format_rfc3339(deadline, 0, ts);
-  carp_buf_init(&body, 4096);
-  carp_jw_init(&w, &body);
-  carp_jw_obj(&w);
-  carp_jw_key(&w, "metadata");
-  carp_jw_obj(&w);
-  carp_jw_kstr(&w, "resourceVersion", nc->meta.resource_version);
-  carp_jw_key(&w, "annotations");
-  carp_jw_obj(&w);
-  carp_jw_kstr(&w, CARP_ANN_TERMINATION_TS, ts);
-  carp_jw_obj_end(&w);
-  carp_jw_obj_end(&w);
-  carp_jw_obj_end(&w);
-  if (!carp_jw_finish(&w) &&
-      !carp__term_patch(t, m->name, &ref, body.ptr, body.len, on_stamped))
+  if (!carp_write_termination_stamp(&t->base, m->name, nc, deadline, on_stamped,
+                                    NULL))
     m->stamping = 1;
-  carp_buf_free(&body);
 }
 
 /* ---- step 2: is the VM still there? ---- */
@@ -228,15 +200,15 @@ static void on_vm_got(int status, const struct carp_provider_instance *inst,
   struct carp_termination *t = g->t;
   struct node_mem *m = g->m;
   m->get = NULL;
-  m->get_at_ms = carp__term_now();
+  m->get_at_ms = carp__term_now(t);
   if (status == CARP_ENOTFOUND)
     m->vm_gone = 1;
   if (status && status != CARP_ENOTFOUND && status != CARP_ECANCELED)
     CARP_LOG_DEBUG("termination", "VM lookup failed",
                    CARP_F_STR("node", m->name), CARP_F_ERR(status),
                    CARP_F_STR("message", err ? err->message : ""));
-  if (!t->closing && !m->dropped)
-    carp_workqueue_add(t->queue, m->name);
+  if (!m->dropped)
+    carp_controller_enqueue(&t->base, m->name);
   (void)inst;
   carp_free(g);
   carp__term_mem_release(t, m);
@@ -246,18 +218,18 @@ static void check_vm(struct carp_termination *t, struct node_mem *m,
                      const char *provider_id)
 {
   struct get_ctx *g;
-  if (m->get || m->vm_gone || carp__term_now() - m->get_at_ms < VM_CHECK_MS)
+  if (m->get || m->vm_gone || carp__term_now(t) - m->get_at_ms < VM_CHECK_MS)
     return;
   g = CARP_NEW(struct get_ctx);
   g->t = t;
   g->m = m;
-  t->pending++;
+  carp_controller_hold(&t->base);
   m->busy++;
-  if (carp_provider_get(t->provider, "node.termination", provider_id, on_vm_got,
-                        g, &m->get)) {
+  if (carp_provider_get(t->base.env.provider, "node.termination", provider_id,
+                        on_vm_got, g, &m->get)) {
     m->get = NULL;
-    m->get_at_ms = carp__term_now();
-    t->pending--;
+    m->get_at_ms = carp__term_now(t);
+    carp_controller_release(&t->base);
     m->busy--;
     carp_free(g);
   }
@@ -275,15 +247,17 @@ static void put_taint(struct carp_jw *w, const struct carp_taint *t)
   carp_jw_obj_end(w);
 }
 
-static void on_tainted(struct carp_termination *t, const char *key,
-                       const struct carp_kube_result *res)
+static void on_tainted(struct carp_controller *c, const char *key,
+                       const struct carp_kube_result *res, void *arg)
 {
+  struct carp_termination *t = TERM(c);
+  (void)arg;
   if (!res->err) {
     CARP_LOG_INFO("termination", "tainted node", CARP_F_STR("node", key),
                   CARP_F_STR("taint", CARP_TAINT_DISRUPTED ":NoSchedule"));
     /* The Node's update queues it again (a look before would only find
      * the cache behind and conflict). */
-    carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, 1000);
+    carp_controller_done(&t->base, key, CARP_RECONCILE_REQUEUE_AFTER, 1000);
     return;
   }
   carp__term_after_write(t, key, res);
@@ -323,8 +297,9 @@ static void taint(struct carp_termination *t, const struct carp_node *node,
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
   if (carp__term_finish_body(t, key, &w, "taint") ||
-      carp__term_patch(t, key, &ref, body.ptr, body.len, on_tainted))
-    carp__term_done(t, key, CARP_RECONCILE_ERROR, 0);
+      carp_write_patch(&t->base, key, &ref, body.ptr, body.len, on_tainted,
+                       NULL))
+    carp_controller_done(&t->base, key, CARP_RECONCILE_ERROR, 0);
   carp_buf_free(&body);
 }
 
@@ -350,15 +325,15 @@ static void on_vm_deleted(int status, const struct carp_provider_error *err,
   if (status == CARP_ENOTFOUND) {
     m->vm_gone = 1;
   } else if (status && status != CARP_ECANCELED) {
-    after = carp_retry_fail(&m->del_retry, carp__term_now());
+    after = carp_retry_fail(&m->del_retry, carp__term_now(t));
     CARP_LOG_FOLDED(&t->fold, m->name, CARP_LOG_WARN, "termination",
                     "deleting the VM failed, will retry",
                     CARP_F_STR("node", m->name), CARP_F_ERR(status),
                     CARP_F_STR("message", err ? err->message : ""),
                     CARP_F_DURATION("retry_in", after));
   }
-  if (!t->closing && !m->dropped)
-    carp_workqueue_add_after(t->queue, m->name, after);
+  if (!m->dropped)
+    carp_controller_enqueue_after(&t->base, m->name, after);
   carp_free(d);
   carp__term_mem_release(t, m);
 }
@@ -378,14 +353,15 @@ static void delete_vm(struct carp_termination *t, struct node_mem *m,
   d->t = t;
   d->m = m;
   m->del_done = 0;
-  t->pending++;
+  carp_controller_hold(&t->base);
   m->busy++;
-  if (carp_provider_delete(t->provider, &req, on_vm_deleted, d, &m->del)) {
+  if (carp_provider_delete(t->base.env.provider, &req, on_vm_deleted, d,
+                           &m->del)) {
     m->del = NULL;
-    t->pending--;
+    carp_controller_release(&t->base);
     m->busy--;
     carp_free(d);
-    carp__term_done(t, key, CARP_RECONCILE_ERROR, 0);
+    carp_controller_done(&t->base, key, CARP_RECONCILE_ERROR, 0);
     return;
   }
   if (repeat)
@@ -395,21 +371,23 @@ static void delete_vm(struct carp_termination *t, struct node_mem *m,
   else
     CARP_LOG_INFO("termination", "deleting the VM", CARP_F_STR("node", m->name),
                   CARP_F_STR("providerID", provider_id));
-  carp__term_done(t, key, CARP_RECONCILE_DONE, 0);
+  carp_controller_done(&t->base, key, CARP_RECONCILE_DONE, 0);
 }
 
 /* ---- step 7: remove the finalizer ---- */
 
-static void on_finalizer_removed(struct carp_termination *t, const char *key,
-                                 const struct carp_kube_result *res)
+static void on_finalizer_removed(struct carp_controller *c, const char *key,
+                                 const struct carp_kube_result *res, void *arg)
 {
+  struct carp_termination *t = TERM(c);
+  (void)arg;
   struct node_mem *m = carp_map_gets(&t->mem, key);
   if (!res->err) {
     /* The Node's deletion event drops the memory; until then a stale
      * cache must not start over. */
     if (m)
       m->finalized = 1;
-    carp__term_done(t, key, CARP_RECONCILE_DONE, 0);
+    carp_controller_done(&t->base, key, CARP_RECONCILE_DONE, 0);
     return;
   }
   carp__term_after_write(t, key, res);
@@ -448,12 +426,14 @@ static void remove_finalizer(struct carp_termination *t,
       CARP_VALUES(label(node->meta.labels, CARP_LABEL_NODEPOOL_KEY),
                   label(node->meta.labels, "topology.kubernetes.io/zone")),
       1);
-  carp__term_event(t, &node->meta, "v1", 0, "Terminated",
-                   skipped_drain ? "Deleted node: its VM is gone"
-                                 : "Deleted node: drained and its VM deleted");
+  carp_controller_event(
+      &t->base, &node->meta, "v1", CARP_EVENT_NORMAL, "Terminated",
+      skipped_drain ? "Deleted node: its VM is gone"
+                    : "Deleted node: drained and its VM deleted");
   if (carp__term_finish_body(t, key, &w, "finalizer") ||
-      carp__term_patch(t, key, &ref, body.ptr, body.len, on_finalizer_removed))
-    carp__term_done(t, key, CARP_RECONCILE_ERROR, 0);
+      carp_write_patch(&t->base, key, &ref, body.ptr, body.len,
+                       on_finalizer_removed, NULL))
+    carp_controller_done(&t->base, key, CARP_RECONCILE_ERROR, 0);
   carp_buf_free(&body);
 }
 
@@ -468,14 +448,16 @@ static void drained(struct carp_termination *t, struct node_mem *m,
   m->drained = 1;
   CARP_LOG_INFO("termination", "drained node",
                 CARP_F_STR("node", node->meta.name),
-                CARP_F_DURATION("took", carp__term_now() - m->drain_start_ms));
+                CARP_F_DURATION("took", carp__term_now(t) - m->drain_start_ms));
   carp_metric_add(
       t->m_drained,
       CARP_VALUES(label(node->meta.labels, CARP_LABEL_NODEPOOL_KEY)), 1);
-  carp__term_event(t, &node->meta, "v1", 0, "Drained", "Drained node");
+  carp_controller_event(&t->base, &node->meta, "v1", CARP_EVENT_NORMAL,
+                        "Drained", "Drained node");
   if (nc) {
-    carp__term_event(t, &nc->meta, "karpenter.sh/v1", 0, "Drained",
-                     "Drained node %s", node->meta.name);
+    carp_controller_event(&t->base, &nc->meta, "karpenter.sh/v1",
+                          CARP_EVENT_NORMAL, "Drained", "Drained node %s",
+                          node->meta.name);
     carp__term_claim_condition(t, m, nc, CARP_COND_DRAINED, CARP_COND_TRUE,
                                "Drained", "");
   }
@@ -489,23 +471,24 @@ static void announce(struct carp_termination *t, struct node_mem *m,
   if (m->announced)
     return;
   m->announced = 1;
-  m->drain_start_ms = carp__term_now();
-  carp__term_event(t, &node->meta, "v1", 0, "Draining",
-                   "Draining node for deletion");
+  m->drain_start_ms = carp__term_now(t);
+  carp_controller_event(&t->base, &node->meta, "v1", CARP_EVENT_NORMAL,
+                        "Draining", "Draining node for deletion");
   if (deadline == CARP_DURATION_NEVER)
     return;
   carp_time_format_rfc3339(deadline, 0, when);
-  carp__term_event(t, &node->meta, "v1", 1, "TerminationGracePeriodExpiring",
-                   "All pods will be deleted by %s", when);
+  carp_controller_event(&t->base, &node->meta, "v1", CARP_EVENT_WARNING,
+                        "TerminationGracePeriodExpiring",
+                        "All pods will be deleted by %s", when);
   if (nc)
-    carp__term_event(t, &nc->meta, "karpenter.sh/v1", 1,
-                     "TerminationGracePeriodExpiring",
-                     "All pods will be deleted by %s", when);
+    carp_controller_event(&t->base, &nc->meta, "karpenter.sh/v1",
+                          CARP_EVENT_WARNING, "TerminationGracePeriodExpiring",
+                          "All pods will be deleted by %s", when);
 }
 
-static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
+static void reconcile(struct carp_controller *c, const char *key)
 {
-  struct carp_termination *t = arg;
+  struct carp_termination *t = TERM(c);
   const struct carp_node *node;
   const struct carp_nodeclaim *nc;
   struct node_mem *m;
@@ -513,37 +496,32 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
   int64_t deadline;
   uint64_t retry_ms = 0;
   size_t left;
-  (void)q;
 
-  if (!t->active || t->closing) {
-    carp__term_done(t, key, CARP_RECONCILE_DONE, 0);
-    return;
-  }
-  node = carp_cluster_node(t->cluster, key);
+  node = carp_cluster_node(t->base.env.cluster, key);
   if (!node) {
     carp__term_mem_drop(t, key);
-    carp__term_done(t, key, CARP_RECONCILE_DONE, 0);
+    carp_controller_done(&t->base, key, CARP_RECONCILE_DONE, 0);
     return;
   }
   if (!node->meta.deletion_ms ||
       !carp_kvset_has(node->meta.finalizers, CARP_FINALIZER_TERMINATION)) {
-    carp__term_done(t, key, CARP_RECONCILE_DONE, 0);
+    carp_controller_done(&t->base, key, CARP_RECONCILE_DONE, 0);
     return;
   }
   m = carp__term_mem(t, node, 1);
   if (m->finalized) {
-    carp__term_done(t, key, CARP_RECONCILE_DONE, 0);
+    carp_controller_done(&t->base, key, CARP_RECONCILE_DONE, 0);
     return;
   }
-  nc = carp_cluster_nodeclaim_of_node(t->cluster, node);
+  nc = carp_cluster_nodeclaim_of_node(t->base.env.cluster, node);
   pid =
       nc && nc->status.provider_id ? nc->status.provider_id : node->provider_id;
 
   /* 1. Deleting a Node deletes its NodeClaim. */
   if (nc && !nc->meta.deletion_ms) {
     if (m->claim_deleted_ms &&
-        carp__term_now() - m->claim_deleted_ms < CLAIM_DELETE_WAIT) {
-      carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, 500);
+        carp__term_now(t) - m->claim_deleted_ms < CLAIM_DELETE_WAIT) {
+      carp_controller_done(&t->base, key, CARP_RECONCILE_REQUEUE_AFTER, 500);
       return;
     }
     delete_claim(t, node, nc, key);
@@ -563,7 +541,7 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
     }
     check_vm(t, m, pid);
     if (m->get && !m->get_at_ms) {
-      carp__term_done(t, key, CARP_RECONCILE_DONE, 0);
+      carp_controller_done(&t->base, key, CARP_RECONCILE_DONE, 0);
       return;
     }
   }
@@ -586,8 +564,8 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
         carp__term_claim_condition(t, m, nc, CARP_COND_DRAINED,
                                    CARP_COND_UNKNOWN, "Draining", msg);
       }
-      carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER,
-                      retry_ms ? retry_ms : 1);
+      carp_controller_done(&t->base, key, CARP_RECONCILE_REQUEUE_AFTER,
+                           retry_ms ? retry_ms : 1);
       return;
     }
     drained(t, m, node, nc);
@@ -598,21 +576,21 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
 
   /* 6. The drained pods' volumes are detached before the VM stops. */
   if (carp__term_volumes(t, m, node, nc, deadline, &retry_ms)) {
-    carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, retry_ms);
+    carp_controller_done(&t->base, key, CARP_RECONCILE_REQUEUE_AFTER, retry_ms);
     return;
   }
 
   /* 7. Delete the VM, until the provider says it is gone. */
   if (nc && pid && !m->vm_gone) {
-    uint64_t wait = carp_retry_wait(&m->del_retry, carp__term_now());
+    uint64_t wait = carp_retry_wait(&m->del_retry, carp__term_now(t));
     carp__term_claim_condition(t, m, nc, CARP_COND_INSTANCE_TERMINATING,
                                CARP_COND_TRUE, "InstanceTerminating", "");
     if (m->del) {
-      carp__term_done(t, key, CARP_RECONCILE_DONE, 0);
+      carp_controller_done(&t->base, key, CARP_RECONCILE_DONE, 0);
       return;
     }
     if (wait) { /* the last delete failed */
-      carp__term_done(t, key, CARP_RECONCILE_REQUEUE_AFTER, wait);
+      carp_controller_done(&t->base, key, CARP_RECONCILE_REQUEUE_AFTER, wait);
       return;
     }
     delete_vm(t, m, nc, pid, key);
@@ -623,242 +601,169 @@ static void reconcile(struct carp_workqueue *q, const char *key, void *arg)
   remove_finalizer(t, node, nc, key, 0);
 }
 
-/* ---- informer handlers ---- */
+/* ---- events ---- */
 
 static int terminating(const struct carp_node *n)
 {
-  return n->meta.deletion_ms &&
+  return n && n->meta.deletion_ms &&
          carp_kvset_has(n->meta.finalizers, CARP_FINALIZER_TERMINATION);
 }
 
-static void node_event(struct carp_objmeta *obj, void *arg)
+static void queue_if_terminating(struct carp_controller *c,
+                                 const char *node_name)
 {
-  struct carp_termination *t = arg;
-  if (t->active && !t->closing && terminating((const struct carp_node *)obj))
-    carp_workqueue_add(t->queue, obj->name);
-}
-
-static void node_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
-                         void *arg)
-{
-  node_event(obj, arg);
-}
-
-static void node_deleted(struct carp_objmeta *obj, void *arg)
-{
-  struct carp_termination *t = arg;
-  if (t->active && !t->closing)
-    carp_workqueue_add(t->queue, obj->name);
-}
-
-static void pod_event(struct carp_objmeta *obj, void *arg)
-{
-  struct carp_termination *t = arg;
-  const struct carp_pod *p = (const struct carp_pod *)obj;
   const struct carp_node *n;
-  if (!t->active || t->closing || !p->node_name)
+  if (!node_name || !*node_name)
     return;
-  n = carp_cluster_node(t->cluster, p->node_name);
-  if (n && terminating(n))
-    carp_workqueue_add(t->queue, n->meta.name);
+  n = carp_cluster_node(c->env.cluster, node_name);
+  if (terminating(n))
+    carp_controller_enqueue(c, n->meta.name);
 }
 
-static void pod_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
-                        void *arg)
+/* A deleted Node is queued too: its memory is dropped. */
+static void node_map(struct carp_controller *c, const struct carp_objmeta *old,
+                     const struct carp_objmeta *obj, int deleted)
 {
-  pod_event(obj, arg);
+  (void)old;
+  if (deleted || terminating((const struct carp_node *)obj))
+    carp_controller_enqueue(c, obj->name);
+}
+
+static void pod_map(struct carp_controller *c, const struct carp_objmeta *old,
+                    const struct carp_objmeta *obj, int deleted)
+{
+  (void)deleted;
+  if (old || deleted) /* a new pod is nothing to drain */
+    queue_if_terminating(c, ((const struct carp_pod *)obj)->node_name);
 }
 
 /* A VolumeAttachment went (or changed): its node may stop now. */
-static void va_event(struct carp_objmeta *obj, void *arg)
+static void va_map(struct carp_controller *c, const struct carp_objmeta *old,
+                   const struct carp_objmeta *obj, int deleted)
 {
-  struct carp_termination *t = arg;
-  const struct carp_volumeattachment *va =
-      (const struct carp_volumeattachment *)obj;
+  if (old || deleted)
+    queue_if_terminating(
+        c, ((const struct carp_volumeattachment *)obj)->node_name);
+}
+
+static void claim_map(struct carp_controller *c, const struct carp_objmeta *old,
+                      const struct carp_objmeta *obj, int deleted)
+{
   const struct carp_node *n;
-  if (!t->active || t->closing || !va->node_name || !*va->node_name)
+  (void)old;
+  if (deleted)
     return;
-  n = carp_cluster_node(t->cluster, va->node_name);
-  if (n && terminating(n))
-    carp_workqueue_add(t->queue, n->meta.name);
+  n = carp_cluster_node_of_nodeclaim(c->env.cluster,
+                                     (const struct carp_nodeclaim *)obj);
+  if (terminating(n))
+    carp_controller_enqueue(c, n->meta.name);
 }
 
-static void va_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
-                       void *arg)
-{
-  va_event(obj, arg);
-}
-
-static void claim_event(struct carp_objmeta *obj, void *arg)
-{
-  struct carp_termination *t = arg;
-  const struct carp_nodeclaim *nc = (const struct carp_nodeclaim *)obj;
-  const struct carp_node *n;
-  if (!t->active || t->closing)
-    return;
-  n = carp_cluster_node_of_nodeclaim(t->cluster, nc);
-  if (n && terminating(n))
-    carp_workqueue_add(t->queue, n->meta.name);
-}
-
-static void claim_updated(struct carp_objmeta *old, struct carp_objmeta *obj,
-                          void *arg)
-{
-  claim_event(obj, arg);
-}
-
-void carp_termination_set_active(struct carp_termination *t, int active)
+static void activated(struct carp_controller *c)
 {
   struct carp_store_iter it;
   struct carp_objmeta *m;
-  t->active = active;
-  if (!active || t->closing)
-    return;
   carp_store_iter_init(&it);
-  while ((m = carp_store_next(carp_informer_store(t->cluster->nodes), &it)))
+  while ((m = carp_store_next(carp_informer_store(c->env.cluster->nodes), &it)))
     if (terminating((const struct carp_node *)m))
-      carp_workqueue_add(t->queue, m->name);
+      carp_controller_enqueue(c, m->name);
 }
 
-int carp_termination_new(uv_loop_t *loop, struct carp_cluster *cluster,
-                         struct carp_kube *kube, struct carp_provider *provider,
-                         const struct carp_termination_options *o,
-                         struct carp_termination **out)
+/* Stops evictions and provider calls in flight; their callbacks release
+ * what they hold. */
+static void cancel(struct carp_controller *c)
 {
-  struct carp_termination *t;
-  struct carp_workqueue_options qo;
-  struct carp_informer_handlers nh = {.on_add = node_event,
-                                      .on_update = node_updated,
-                                      .on_delete = node_deleted};
-  struct carp_informer_handlers ph = {.on_update = pod_updated,
-                                      .on_delete = pod_event};
-  struct carp_informer_handlers ch = {.on_add = claim_event,
-                                      .on_update = claim_updated};
-  struct carp_informer_handlers vh = {.on_update = va_updated,
-                                      .on_delete = va_event};
-  int rc;
-  if (!loop || !cluster || !kube || !provider || !out)
-    return CARP_EINVAL;
-  t = CARP_NEW(struct carp_termination);
-  t->loop = loop;
-  t->cluster = cluster;
-  t->kube = kube;
-  t->provider = provider;
-  if (o)
-    t->o = *o;
-  if (!t->o.concurrency)
-    t->o.concurrency = 64;
-  carp_map_init(&t->mem);
-  carp_logfold_init(&t->fold, 0, 0);
-  memset(&qo, 0, sizeof(qo));
-  qo.name = "node.termination";
-  qo.concurrency = t->o.concurrency;
-  qo.base_delay_ms = 100;
-  qo.max_delay_ms = 10 * 1000;
-  qo.metrics = t->o.metrics;
-  qo.reconcile = reconcile;
-  qo.arg = t;
-  rc = carp_workqueue_new(loop, &qo, &t->queue);
-  if (rc) {
-    carp_free(t);
-    return rc;
-  }
-  nh.arg = ph.arg = ch.arg = vh.arg = t;
-  /* Handlers added before a failure hold t: it is handed out anyway, to
-   * be closed and freed like a working one (it never acts). */
-  *out = t;
-  if ((rc = carp_informer_add_handlers(cluster->nodes, &nh)) ||
-      (rc = carp_informer_add_handlers(cluster->pods, &ph)) ||
-      (rc = carp_informer_add_handlers(cluster->nodeclaims, &ch)) ||
-      (rc = carp_informer_add_handlers(cluster->volumeattachments, &vh)))
-    return rc;
-  if (t->o.metrics) {
-    t->m_terminated = carp_metrics_counter(
-        t->o.metrics, "karpenter_nodes_terminated_total",
-        "Number of nodes terminated in total by Karpenter. Labeled by owning "
-        "nodepool.",
-        CARP_LABELS("nodepool", "zone"));
-    t->m_drained =
-        carp_metrics_counter(t->o.metrics, "karpenter_nodes_drained_total",
-                             "The total number of nodes drained by Karpenter",
-                             CARP_LABELS("nodepool"));
-    t->m_evictions = carp_metrics_counter(
-        t->o.metrics, "karpenter_pods_eviction_requests_total",
-        "The total number of eviction requests made by Karpenter",
-        CARP_LABELS("code"));
-    t->m_pods_drained = carp_metrics_counter(
-        t->o.metrics, "karpenter_pods_drained_total",
-        "The total number of pods drained during node termination by "
-        "Karpenter",
-        CARP_LABELS("reason"));
-  }
-  *out = t;
-  return 0;
-}
-
-/* ---- close ---- */
-
-/* Everything stopped: only the struct itself is left, for the informer
- * handlers that may still run until the cluster state is closed (they see
- * t->closing and return); carp_termination_free() releases it. */
-static void finish_close(struct carp_termination *t)
-{
+  struct carp_termination *t = TERM(c);
   struct carp_map_iter it;
   void *v;
-  void (*cb)(void *) = t->close_cb;
-  void *arg = t->close_arg;
-  carp_map_iter_init(&it);
-  while (carp_map_next(&t->mem, &it, NULL, NULL, &v))
-    mem_free(v);
-  carp_map_free(&t->mem);
-  carp_logfold_free(&t->fold);
-  t->closed = 1;
-  if (cb)
-    cb(arg);
-}
-
-void carp_termination_free(struct carp_termination *t)
-{
-  if (!t)
-    return;
-  if (!t->closed)
-    CARP_LOG_ERROR("termination", "freed before it was closed");
-  else
-    carp_free(t);
-}
-
-void carp__term_unpend(struct carp_termination *t)
-{
-  if (--t->pending == 0 && t->closing && !t->queue)
-    finish_close(t);
-}
-
-static void on_queue_closed(void *arg)
-{
-  struct carp_termination *t = arg;
-  t->queue = NULL;
-  if (t->pending == 0)
-    finish_close(t);
-}
-
-void carp_termination_close(struct carp_termination *t, void (*cb)(void *arg),
-                            void *arg)
-{
-  struct carp_map_iter it;
-  void *v;
-  if (!t || t->closing)
-    return;
-  t->closing = 1;
-  t->close_cb = cb;
-  t->close_arg = arg;
   carp_map_iter_init(&it);
   while (carp_map_next(&t->mem, &it, NULL, NULL, &v)) {
     struct node_mem *m = v;
     carp__term_drain_cancel(m);
     if (m->get)
-      carp_provider_cancel(t->provider, m->get);
+      carp_provider_cancel(c->env.provider, m->get);
     if (m->del)
-      carp_provider_cancel(t->provider, m->del);
+      carp_provider_cancel(c->env.provider, m->del);
   }
-  carp_workqueue_close(t->queue, on_queue_closed, t);
+}
+
+static void termination_free(struct carp_controller *c)
+{
+  struct carp_termination *t = TERM(c);
+  struct carp_map_iter it;
+  void *v;
+  carp_map_iter_init(&it);
+  while (carp_map_next(&t->mem, &it, NULL, NULL, &v))
+    mem_free(v);
+  carp_map_free(&t->mem);
+  carp_logfold_free(&t->fold);
+  carp_free(t);
+}
+
+static const struct carp_controller_def termination_def = {
+    .name = TERM_NAME,
+    .log_module = TERM_LOG,
+    /* Evictions refused by a PDB are retried soon: 100 ms doubling to
+     * 10 s (the drain's own backoff decides per pod). */
+    .max_backoff_ms = 10 * 1000,
+    .reconcile = reconcile,
+    .activated = activated,
+    .cancel = cancel,
+    .free = termination_free,
+};
+
+static void register_metrics(struct carp_termination *t, struct carp_metrics *m)
+{
+  t->m_terminated = carp_metrics_counter(
+      m, "karpenter_nodes_terminated_total",
+      "Number of nodes terminated in total by Karpenter. Labeled by owning "
+      "nodepool.",
+      CARP_LABELS("nodepool", "zone"));
+  t->m_drained =
+      carp_metrics_counter(m, "karpenter_nodes_drained_total",
+                           "The total number of nodes drained by Karpenter",
+                           CARP_LABELS("nodepool"));
+  t->m_evictions = carp_metrics_counter(
+      m, "karpenter_pods_eviction_requests_total",
+      "The total number of eviction requests made by Karpenter",
+      CARP_LABELS("code"));
+  t->m_pods_drained = carp_metrics_counter(
+      m, "karpenter_pods_drained_total",
+      "The total number of pods drained during node termination by "
+      "Karpenter",
+      CARP_LABELS("reason"));
+}
+
+int carp_termination_new(const struct carp_controller_env *env,
+                         const struct carp_termination_options *o,
+                         struct carp_controller **out)
+{
+  struct carp_termination *t;
+  int rc;
+  if (!env || !env->provider || !out)
+    return CARP_EINVAL;
+  t = CARP_NEW(struct carp_termination);
+  if (o)
+    t->o = *o;
+  if (!t->o.concurrency)
+    t->o.concurrency = 64;
+  t->def = termination_def;
+  t->def.concurrency = t->o.concurrency;
+  carp_map_init(&t->mem);
+  carp_logfold_init(&t->fold, 0, 0);
+  rc = carp_controller_init(&t->base, env, &t->def);
+  if (rc) {
+    carp_map_free(&t->mem);
+    carp_logfold_free(&t->fold);
+    carp_free(t);
+    return rc;
+  }
+  if (env->metrics)
+    register_metrics(t, env->metrics);
+  carp_controller_watch(&t->base, env->cluster->nodes, node_map);
+  carp_controller_watch(&t->base, env->cluster->pods, pod_map);
+  carp_controller_watch(&t->base, env->cluster->nodeclaims, claim_map);
+  carp_controller_watch(&t->base, env->cluster->volumeattachments, va_map);
+  *out = &t->base;
+  return 0;
 }

@@ -1,18 +1,22 @@
 /* Private parts of the node termination controller, shared by
- * termination.c (queue, dispatch, the steps around the drain), drain.c
- * (pod classification, evictions, deadline deletes) and write.c (patches
- * and deletes that end a reconcile or run on the side). */
+ * termination.c (dispatch, the steps around the drain), drain.c (pod
+ * classification, evictions, deadline deletes), volumes.c and write.c (the
+ * NodeClaim's conditions, written on the side). */
 #ifndef CARP_TERMINATION_INT_H
 #define CARP_TERMINATION_INT_H
 
 #include "carpenter/backoff.h"
 #include "carpenter/buf.h"
+#include "carpenter/controller.h"
 #include "carpenter/json.h"
 #include "carpenter/logfold.h"
 #include "carpenter/map.h"
 #include "carpenter/nodeclaim.h"
+#include "carpenter/provider.h"
 #include "carpenter/termination.h"
-#include "carpenter/workqueue.h"
+
+#define TERM_NAME "node.termination"
+#define TERM_LOG  "termination"
 
 struct carp_metric;
 struct carp_kube_op;
@@ -63,19 +67,10 @@ struct node_mem {
 };
 
 struct carp_termination {
-  uv_loop_t *loop;
-  struct carp_cluster *cluster;
-  struct carp_kube *kube;
-  struct carp_provider *provider;
+  struct carp_controller base;
+  struct carp_controller_def def; /* concurrency is an option */
   struct carp_termination_options o;
-  struct carp_workqueue *queue;
   struct carp_map mem; /* node name -> struct node_mem */
-  int active;
-  int closing;
-  int closed;  /* close finished: only carp_termination_free() is left */
-  int pending; /* asynchronous operations holding this struct */
-  void (*close_cb)(void *arg);
-  void *close_arg;
   struct carp_metric *m_terminated;
   struct carp_metric *m_drained;
   struct carp_metric *m_evictions;
@@ -83,19 +78,16 @@ struct carp_termination {
   struct carp_logfold fold; /* lines that repeat per retry */
 };
 
+#define TERM(c) carp_container_of(c, struct carp_termination, base)
+
 struct node_mem *carp__term_mem(struct carp_termination *t,
                                 const struct carp_node *node, int create);
 void carp__term_mem_drop(struct carp_termination *t, const char *name);
-/* Ends a callback that held m (busy) and t (pending). */
+/* Ends a callback that held m (busy); _release also the controller (a
+ * call started with carp_controller_hold). */
+void carp__term_mem_unbusy(struct node_mem *m);
 void carp__term_mem_release(struct carp_termination *t, struct node_mem *m);
-void carp__term_unpend(struct carp_termination *t);
-void carp__term_done(struct carp_termination *t, const char *key,
-                     enum carp_reconcile_result r, uint64_t after_ms);
-void carp__term_event(struct carp_termination *t, const struct carp_objmeta *m,
-                      const char *api_version, int warning, const char *reason,
-                      const char *fmt, ...)
-    __attribute__((format(printf, 6, 7)));
-int64_t carp__term_now(void);
+int64_t carp__term_now(const struct carp_termination *t);
 
 /* The drain (drain.c). Returns the number of pods still to go (0:
  * drained); starts evictions and deadline deletes as needed and sets
@@ -115,17 +107,6 @@ size_t carp__term_volumes(struct carp_termination *t, struct node_mem *m,
 void carp__term_drain_cancel(struct node_mem *m);
 void carp__term_pods_free(struct node_mem *m);
 
-/* Writes (write.c). The callback ends the reconcile of key; a NULL
- * callback makes it a side write whose outcome is only logged. */
-typedef void (*carp_term_write_cb)(struct carp_termination *t, const char *key,
-                                   const struct carp_kube_result *res);
-int carp__term_patch(struct carp_termination *t, const char *key,
-                     const struct carp_kube_ref *ref, const char *body,
-                     size_t len, carp_term_write_cb cb);
-int carp__term_delete(struct carp_termination *t, const char *key,
-                      const struct carp_kube_ref *ref,
-                      const struct carp_kube_delete_options *o,
-                      carp_term_write_cb cb);
 /* Writes the NodeClaim's condition when it changes (a side write, one at
  * a time per Node; a success queues the Node again). Returns whether the
  * cached condition differs from the one wanted. */

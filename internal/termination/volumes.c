@@ -34,14 +34,14 @@ static int kept(struct carp_termination *t, const struct carp_node *node,
   uint32_t j;
   if (!pv)
     return 0;
-  pods = carp_cluster_pods_on_node(t->cluster, node->meta.name, &n);
+  pods = carp_cluster_pods_on_node(t->base.env.cluster, node->meta.name, &n);
   for (i = 0; i < n; i++) {
     const struct carp_pod *p = (const struct carp_pod *)pods[i];
     if (carp_pod_is_terminal(p))
       continue;
     for (j = 0; j < p->npvcs; j++) {
       const struct carp_pvc *c =
-          carp_cluster_pvc(t->cluster, p->meta.namespace, p->pvcs[j]);
+          carp_cluster_pvc(t->base.env.cluster, p->meta.namespace, p->pvcs[j]);
       if (c && c->volume_name && !strcmp(c->volume_name, pv))
         return 1;
     }
@@ -57,12 +57,13 @@ size_t carp__term_volumes(struct carp_termination *t, struct node_mem *m,
   struct carp_objmeta *const *vas;
   char names[512], msg[640];
   size_t n, i, left = 0, len = 0;
-  int64_t now = carp__term_now();
+  int64_t now = carp__term_now(t);
 
   if (m->volumes_done)
     return 0;
   names[0] = '\0';
-  vas = carp_cluster_volumeattachments_on_node(t->cluster, node->meta.name, &n);
+  vas = carp_cluster_volumeattachments_on_node(t->base.env.cluster,
+                                               node->meta.name, &n);
   for (i = 0; i < n; i++) {
     const struct carp_volumeattachment *va =
         (const struct carp_volumeattachment *)vas[i];
@@ -89,7 +90,8 @@ size_t carp__term_volumes(struct carp_termination *t, struct node_mem *m,
                   CARP_F_STR("node", node->meta.name),
                   CARP_F_UINT("attachments", left),
                   CARP_F_STR("volumeattachments", names));
-    carp__term_event(t, &node->meta, "v1", 1, "VolumesNotDetached", "%s", msg);
+    carp_controller_event(&t->base, &node->meta, "v1", CARP_EVENT_WARNING,
+                          "VolumesNotDetached", "%s", msg);
     if (nc)
       carp__term_claim_condition(t, m, nc, CARP_COND_VOLUMES_DETACHED,
                                  CARP_COND_FALSE,
@@ -105,11 +107,12 @@ size_t carp__term_volumes(struct carp_termination *t, struct node_mem *m,
                   CARP_F_STR("node", node->meta.name),
                   CARP_F_UINT("attachments", left),
                   CARP_F_STR("volumeattachments", names));
-    carp__term_event(t, &node->meta, "v1", 0, "AwaitingVolumeDetachment", "%s",
-                     msg);
+    carp_controller_event(&t->base, &node->meta, "v1", CARP_EVENT_NORMAL,
+                          "AwaitingVolumeDetachment", "%s", msg);
     if (nc)
-      carp__term_event(t, &nc->meta, "karpenter.sh/v1", 0,
-                       "AwaitingVolumeDetachment", "%s", msg);
+      carp_controller_event(&t->base, &nc->meta, "karpenter.sh/v1",
+                            CARP_EVENT_NORMAL, "AwaitingVolumeDetachment", "%s",
+                            msg);
   }
   if (nc)
     carp__term_claim_condition(t, m, nc, CARP_COND_VOLUMES_DETACHED,

@@ -1,9 +1,10 @@
 """What a real control plane does to Carpenter, on kube-sim playing it:
 
 - node.kubernetes.io/not-ready stays on a new node for a monitor period
-  after it is Ready and Initialized: no NodeClaim is added for the pods
-  waiting for it, and registration and initialization are told once each,
-  without a warning for a node that is fine;
+  after it is Ready: the NodeClaim is Registered, Initialized only once
+  the taint is gone (KnownEphemeralTaintsExist meanwhile), no NodeClaim is
+  added for the pods waiting for it, and registration and initialization
+  are told once each, without a warning for a node that is fine;
 - it never goes (a broken CNI): no VM is added at all, and the pods get a
   Warning event naming the node and the taint (plus a log line and a
   gauge);
@@ -53,18 +54,36 @@ class RealClusterTest(unittest.TestCase):
 
     def test_not_ready_taint_that_lingers(self):
         # The first monitor pass comes 30 s after kube-sim started: the
-        # node is Ready and Initialized long before its taint goes.
+        # node is Ready long before its taint goes. The taint is one of
+        # Karpenter's known ephemeral taints, so the NodeClaim is
+        # Registered but not Initialized until it goes.
         env = self.env("--node-monitor-period", "30")
         c = start_carpenter(self, env, "--leader-elect=false")
         env.apply(deployment("web", 4, cpu="250m", memory="256Mi"))
-        wait_until(lambda: [nc for nc in nodeclaims(env) if {
-            x["type"]: x["status"] for x in nc.get("status", {}).get(
-                "conditions", [])}.get("Initialized") == "True"],
-            90, what="an initialized NodeClaim")
-        node = env.get("node", nodeclaims(env)[0]["status"]["nodeName"])
+
+        def conds(nc):
+            return {x["type"]: x for x in nc.get("status", {}).get(
+                "conditions", [])}
+        def node_ready(nc):
+            n = env.get("node", nc["status"]["nodeName"])
+            return any(c["type"] == "Ready" and c["status"] == "True"
+                       for c in n.get("status", {}).get("conditions", []))
+        registered = wait_until(lambda: [
+            nc for nc in nodeclaims(env)
+            if conds(nc).get("Registered", {}).get("status") == "True" and
+            node_ready(nc)], 90, what="a registered NodeClaim, Node Ready")[0]
+        node = env.get("node", registered["status"]["nodeName"])
         self.assertIn(NOT_READY, [t["key"] for t in node["spec"]["taints"]],
                       "the taint should still be there")
+        # Registered while NotReady, the reason may still say so.
+        init = conds(nodeclaims(env)[0])["Initialized"]
+        self.assertNotEqual(init["status"], "True", init)
+        self.assertIn(init["reason"], ("KnownEphemeralTaintsExist",
+                                       "NodeNotReady"), init)
         wait_running(env, "web", 4)
+        wait_until(lambda: conds(nodeclaims(env)[0]).get(
+            "Initialized", {}).get("status") == "True", 60,
+            what="the NodeClaim initialized once the taint is gone")
         # One batch, one NodeClaim: nothing launched for pods that wait
         # for a node that is coming.
         self.assertEqual(len(created_claims(c)), 1, created_claims(c))

@@ -34,7 +34,8 @@ struct env {
   struct carp_kube *kube;
   struct carp_cluster *cluster;
   struct carp_metrics *metrics;
-  struct carp_metricsctl *mctl;
+  struct carp_clock *clock;
+  struct carp_controller *mctl;
   int closed;
 };
 
@@ -45,6 +46,7 @@ static void env_open(struct env *e)
   struct carp_kube_config cfg;
   struct carp_kube_options ko;
   struct carp_metricsctl_options mo;
+  struct carp_controller_env env;
   memset(e, 0, sizeof(*e));
   memset(&cfg, 0, sizeof(cfg));
   cfg.server = (char *)"http://127.0.0.1:1";
@@ -55,10 +57,16 @@ static void env_open(struct env *e)
   e->metrics = carp_metrics_new();
   assert_int_equal(carp_cluster_new(&e->loop, e->kube, e->metrics, &e->cluster),
                    0);
+  e->clock = carp_clock_real_new(&e->loop);
+  memset(&env, 0, sizeof(env));
+  env.loop = &e->loop;
+  env.clock = e->clock;
+  env.cluster = e->cluster;
+  env.kube = e->kube;
+  env.metrics = e->metrics;
   memset(&mo, 0, sizeof(mo));
-  mo.metrics = e->metrics;
   mo.pod_series_limit = series_limit;
-  assert_int_equal(carp_metricsctl_new(&e->loop, e->cluster, &mo, &e->mctl), 0);
+  assert_int_equal(carp_metricsctl_new(&env, &mo, &e->mctl), 0);
 }
 
 static void on_closed(void *arg)
@@ -69,12 +77,13 @@ static void on_closed(void *arg)
 static void env_close(struct env *e)
 {
   int n = 0;
-  carp_metricsctl_close(e->mctl, on_closed, &n);
+  carp_controller_close(e->mctl, on_closed, &n);
   uv_run(&e->loop, UV_RUN_DEFAULT);
   assert_int_equal(n, 1);
   carp_cluster_close(e->cluster, on_closed, &n);
   uv_run(&e->loop, UV_RUN_DEFAULT);
-  carp_metricsctl_free(e->mctl);
+  carp_controller_free(e->mctl);
+  carp_clock_free(e->clock);
   carp_kube_close(e->kube, on_closed, &n);
   uv_run(&e->loop, UV_RUN_DEFAULT);
   assert_int_equal(n, 3);

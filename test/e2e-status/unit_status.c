@@ -139,6 +139,9 @@ static void test_pool_ready(void **state)
   assert_cond(&st.conditions, CARP_COND_READY, CARP_COND_TRUE, "Ready");
   assert_int_equal(cond(&st.conditions, CARP_COND_READY)->observed_generation,
                    3);
+  /* Told by the lifecycle controller; Unknown until then. */
+  assert_cond(&st.conditions, CARP_COND_NODE_REG_HEALTHY, CARP_COND_UNKNOWN,
+              "AwaitingReconciliation");
   assert_int_equal(st.nodeclass_observed_generation, 7);
   assert_int_equal(st.nodes, 0);
   carp_nodepool_status_cleanup(&st);
@@ -159,8 +162,43 @@ static void test_pool_ready(void **state)
             "'2026-11-22T10:00:00Z', observedGeneration: 3}\n"
             "  - {type: ValidationSucceeded, status: 'True', reason: "
             "ValidationSucceeded, message: '', lastTransitionTime: "
-            "'2026-11-22T10:00:00Z', observedGeneration: 3}\n");
+            "'2026-11-22T10:00:00Z', observedGeneration: 3}\n"
+            "  - {type: NodeRegistrationHealthy, status: 'False', reason: "
+            "RegistrationFailed, message: 'Failed to register node', "
+            "lastTransitionTime: '2026-11-22T10:00:00Z', observedGeneration: "
+            "3}\n");
   assert_int_equal(pool_compute(np, cls, NULL, 0, &st), 0);
+  carp_nodepool_status_cleanup(&st);
+  carp_obj_unref(&np->meta);
+
+  /* The class changed since (generation 7 -> 8): the registration health
+   * speaks of nodes of the old class, it is Unknown again. */
+  np = pool("team: a",
+            "status:\n"
+            "  nodeClassObservedGeneration: 6\n"
+            "  conditions:\n"
+            "  - {type: NodeRegistrationHealthy, status: 'False', reason: "
+            "RegistrationFailed, message: 'Failed to register node', "
+            "lastTransitionTime: '2026-11-22T10:00:00Z', observedGeneration: "
+            "3}\n");
+  assert_int_equal(pool_compute(np, cls, NULL, 0, &st), 1);
+  assert_cond(&st.conditions, CARP_COND_NODE_REG_HEALTHY, CARP_COND_UNKNOWN,
+              "AwaitingReconciliation");
+  carp_nodepool_status_cleanup(&st);
+  carp_obj_unref(&np->meta);
+
+  /* So does a change of the NodePool (generation 3, told at 2). */
+  np = pool("team: a",
+            "status:\n"
+            "  nodeClassObservedGeneration: 7\n"
+            "  conditions:\n"
+            "  - {type: NodeRegistrationHealthy, status: 'True', reason: "
+            "NodeRegistrationHealthy, message: '', "
+            "lastTransitionTime: '2026-11-22T10:00:00Z', observedGeneration: "
+            "2}\n");
+  assert_int_equal(pool_compute(np, cls, NULL, 0, &st), 1);
+  assert_cond(&st.conditions, CARP_COND_NODE_REG_HEALTHY, CARP_COND_UNKNOWN,
+              "AwaitingReconciliation");
   carp_nodepool_status_cleanup(&st);
   carp_obj_unref(&np->meta);
   carp_obj_unref(&cls->meta);

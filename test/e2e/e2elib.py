@@ -150,6 +150,9 @@ class E2ETest(unittest.TestCase):
 
     carpenter_flags = ()
     kube_args = ()
+    # Node repair is on by default; every test class checks at its end that
+    # it never replaced a node, unless the class is about repair.
+    repairs_expected = False
 
     @classmethod
     def setUpClass(cls):
@@ -173,13 +176,29 @@ class E2ETest(unittest.TestCase):
         """Objects the whole class needs (NodePools), once Carpenter runs."""
 
     @classmethod
+    def repaired(cls):
+        """How many nodes node repair replaced (its counter's sum)."""
+        status, _, text = http_get("http://127.0.0.1:%d/metrics" %
+                                   cls.metrics_port)
+        if status != 200:
+            return None
+        return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                   if line.startswith(
+                       "karpenter_nodeclaims_unhealthy_disrupted_total{"))
+
+    @classmethod
     def tearDownClass(cls):
+        repaired = cls.repaired() if cls.carpenter.proc.poll() is None \
+            else None
         code, _ = cls.carpenter.stop(signal.SIGTERM, 10)
         cls.env.stop()
         # Beside the simulators' logs (scratch: removed when the test ends).
         with open(os.path.join(cls.env.workdir, "carpenter.log"), "w") as f:
             f.write("\n".join(cls.carpenter.lines) + "\n")
         cls.exit_code = code
+        if repaired and not cls.repairs_expected:
+            raise AssertionError("node repair replaced %d healthy node(s)" %
+                                 repaired)
         if code != 0:
             raise AssertionError("carpenter exited with %d; log:\n%s" %
                                  (code, "\n".join(cls.carpenter.lines[-80:])))

@@ -26,6 +26,11 @@ class EmptinessTest(E2ETest):
             for c in (self.exists("nodeclaims", claim["metadata"]["name"])
                       or {}).get("status", {}).get("conditions", [])), 20,
             what="Consolidatable=True")
+        # The default budget, 10% of the pool's one node rounded up; it
+        # falls to 0 once the node is gone, as Karpenter's does.
+        wait_until(lambda: self.metric(
+            "karpenter_nodepools_allowed_disruptions", nodepool="empty",
+            reason="Empty") == 1, 10, what="allowed disruptions 1")
 
         start = time.monotonic()
         self.kubectl("scale", "deployment", "web", "--replicas=0")
@@ -42,8 +47,6 @@ class EmptinessTest(E2ETest):
         self.assertGreaterEqual(self.metric(
             "karpenter_voluntary_disruption_decisions_total",
             decision="delete", reason="empty"), 1)
-        self.assertEqual(self.metric("karpenter_nodepools_allowed_disruptions",
-                                     nodepool="empty", reason="Empty"), 1)
         self.assertTrue(self.events("Node", node, "DisruptionTerminating"))
         self.assertTrue(self.events("NodeClaim", claim["metadata"]["name"],
                                     "DisruptionTerminating"))
@@ -87,7 +90,9 @@ class EmptinessTest(E2ETest):
               took)
 
     def test_3_expiration(self):
-        self.apply(nodepool_yaml("short", expire_after="15s",
+        # Long enough for the pod to be running well before it expires on
+        # a loaded machine (the simulated scheduler backs off up to 10 s).
+        self.apply(nodepool_yaml("short", expire_after="25s",
                                  budgets=("0",)))
         self.apply(deployment_yaml("batch", "short", replicas=1))
         pod = self.wait_running("batch", 1, timeout=90)[0]
@@ -95,10 +100,12 @@ class EmptinessTest(E2ETest):
         claim = self.claim_of_node(node)
         created = claim["metadata"]["creationTimestamp"]
         took = self.wait_gone(claim, 45)
-        print("\nexpiration: nodeclaim (created %s, expireAfter 15 s) gone "
+        print("\nexpiration: nodeclaim (created %s, expireAfter 25 s) gone "
               "%.1f s after its pod ran" % (created, took))
-        self.assertEqual({r["name"] for r in self.evictions()},
-                         {pod["metadata"]["name"]})
+        # Its pod was evicted (the replacement, on a new node that expires
+        # in turn, may be too by now).
+        self.assertIn(pod["metadata"]["name"],
+                      {r["name"] for r in self.evictions()})
         self.assertTrue(self.events("NodeClaim", claim["metadata"]["name"],
                                     "Expired"))
         self.assertGreaterEqual(self.metric(

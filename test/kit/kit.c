@@ -469,6 +469,46 @@ void kit_node(struct kit *k, const char *name, const char *pool,
   kit_node_up(k, name, pool, type);
 }
 
+void kit_claim_up(struct kit *k, const char *claim, const char *pool)
+{
+  yajl_val v = kit_get(k, "NodeClaim", claim);
+  yajl_val reqs = carp_json_arr(v, "spec", "requirements", NULL);
+  char type[128] = "";
+  size_t i;
+  for (i = 0; reqs && i < carp_json_len(reqs); i++) {
+    yajl_val r = carp_json_at(reqs, i);
+    const char *key = carp_json_str(r, "key", NULL);
+    const char *first =
+        carp_json_str(carp_json_at(carp_json_arr(r, "values", NULL), 0), NULL);
+    if (key && first && !strcmp(key, "node.kubernetes.io/instance-type"))
+      snprintf(type, sizeof(type), "%s", first);
+  }
+  carp_json_free(v);
+  assert_true(type[0] != 0);
+  kit_node_up(k, claim, pool, type);
+}
+
+const char *kit_created_claim(struct kit *k, size_t nth)
+{
+  const struct carp_kubemem_write *w;
+  size_t n = carp_kubemem_writes(k->api, &w), i;
+  static char name[128];
+  for (i = 0; i < n; i++) {
+    const char *at;
+    if (strcmp(w[i].method, "POST") || !strstr(w[i].path, "/nodeclaims") ||
+        w[i].status != 201)
+      continue;
+    if (nth-- > 0)
+      continue;
+    at = strstr(w[i].body, "\"name\":\"");
+    assert_non_null(at);
+    snprintf(name, sizeof(name), "%.*s", (int)(strchr(at + 8, '"') - (at + 8)),
+             at + 8);
+    return name;
+  }
+  return NULL;
+}
+
 void kit_pod(struct kit *k, const char *ns, const char *name, const char *node,
              int cpu_milli, const char *extra_meta)
 {

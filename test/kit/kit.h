@@ -115,6 +115,13 @@ void kit_node(struct kit *k, const char *name, const char *pool,
  * Ready Node and VM. */
 void kit_node_up(struct kit *k, const char *name, const char *pool,
                  const char *type);
+/* Does what the lifecycle controller and the kubelet would for a NodeClaim
+ * another controller created: up on the first instance type its
+ * requirements allow. */
+void kit_claim_up(struct kit *k, const char *claim, const char *pool);
+/* The name of the nth NodeClaim a controller created (0 first), or NULL;
+ * the kit's until the next call. */
+const char *kit_created_claim(struct kit *k, size_t nth);
 /* A running pod bound to node (NULL: pending), requesting cpu millicores,
  * with extra metadata members (YAML flow, or ""). */
 void kit_pod(struct kit *k, const char *ns, const char *name, const char *node,

@@ -264,49 +264,6 @@ static void test_multi_node_across_pools(void **state)
   kit_close(&k);
 }
 
-/* Acts as the lifecycle controller for a NodeClaim: launched on its
- * cheapest option, registered, initialized, with its Node. */
-static void come_up(struct kit *k, const char *claim)
-{
-  yajl_val v = kit_get(k, "NodeClaim", claim);
-  yajl_val reqs = carp_json_arr(v, "spec", "requirements", NULL);
-  const char *type = NULL;
-  size_t i;
-  char name[128];
-  for (i = 0; reqs && i < carp_json_len(reqs); i++) {
-    yajl_val r = carp_json_at(reqs, i);
-    const char *key = carp_json_str(r, "key", NULL);
-    if (key && !strcmp(key, "node.kubernetes.io/instance-type"))
-      type = carp_json_str(carp_json_at(carp_json_arr(r, "values", NULL), 0),
-                           NULL);
-  }
-  assert_non_null(type);
-  snprintf(name, sizeof(name), "%s", type);
-  carp_json_free(v);
-  kit_node_up(k, claim, "default", name);
-}
-
-static const char *new_claim(struct kit *k, const char *not1, const char *not2)
-{
-  const struct carp_kubemem_write *w;
-  size_t n = carp_kubemem_writes(k->api, &w), i;
-  static char name[128];
-  (void)not1;
-  (void)not2;
-  for (i = 0; i < n; i++) {
-    const char *at;
-    if (strcmp(w[i].method, "POST") || !strstr(w[i].path, "/nodeclaims") ||
-        w[i].status != 201)
-      continue;
-    at = strstr(w[i].body, "\"name\":\"");
-    assert_non_null(at);
-    snprintf(name, sizeof(name), "%.*s", (int)(strchr(at + 8, '"') - (at + 8)),
-             at + 8);
-    return name;
-  }
-  return NULL;
-}
-
 static void test_single_node_replace_after_initialized(void **state)
 {
   struct kit k;
@@ -319,7 +276,7 @@ static void test_single_node_replace_after_initialized(void **state)
   kit_pod(&k, "default", "small", "big", 500, RS_OWNER);
   kit_start(&k);
   kit_advance(&k, 30 * SEC + VALIDTN + 1 * SEC);
-  repl = new_claim(&k, "big", NULL);
+  repl = kit_created_claim(&k, 0);
   assert_non_null(repl);
   snprintf(body, sizeof(body), "%s", repl);
   /* Launched first: the candidate is untouched until it is up. */
@@ -339,7 +296,7 @@ static void test_single_node_replace_after_initialized(void **state)
   kit_advance(&k, 3 * POLL);
   assert_false(deleting(&k, "big"));
   assert_true(kit_events(&k, "DisruptionWaitingReadiness") >= 1);
-  come_up(&k, body);
+  kit_claim_up(&k, body, "default");
   kit_advance(&k, POLL + 1 * SEC);
   assert_true(deleting(&k, "big"));
   assert_true(kit_node_tainted(&k, "big", "karpenter.sh/disrupted"));
@@ -363,7 +320,7 @@ static void test_replacement_never_initializes_rolls_back(void **state)
   kit_pod(&k, "default", "small", "big", 500, RS_OWNER);
   kit_start(&k);
   kit_advance(&k, 30 * SEC + VALIDTN + 1 * SEC);
-  repl = new_claim(&k, "big", NULL);
+  repl = kit_created_claim(&k, 0);
   assert_non_null(repl);
   snprintf(name, sizeof(name), "%s", repl);
   kit_advance(&k, TIMEOUT - 2 * POLL);

@@ -58,6 +58,12 @@ static const char *const env_vars[] = {
     "DISRUPTION_VALIDATION_DELAY",
     "GC_INTERVAL",
     "GC_LEAKED_VM_GRACE",
+    "DISRUPTION_COMMAND_TIMEOUT",
+    "NODECLAIM_LAUNCH_TIMEOUT",
+    "NODECLAIM_REGISTRATION_TIMEOUT",
+    "NODE_REPAIR",
+    "NODE_REPAIR_TOLERATION",
+    "NODE_REPAIR_MAX_UNHEALTHY",
 };
 
 static int clear_env(void **state)
@@ -93,6 +99,12 @@ static void test_defaults(void **state)
   assert_int_equal(o.disruption_validation_ms, 15000);
   assert_int_equal(o.gc_interval_ms, 120000);
   assert_int_equal(o.gc_leaked_vm_grace_ms, 300000);
+  assert_int_equal(o.disruption_command_timeout_ms, 600000);
+  assert_int_equal(o.launch_timeout_ms, 300000);
+  assert_int_equal(o.registration_timeout_ms, 900000);
+  assert_int_equal(o.node_repair, 1);
+  assert_int_equal(o.node_repair_toleration_ms, 1800000);
+  assert_int_equal(o.node_repair_max_unhealthy, 20);
   assert_string_equal(err_text, "");
   release(&o);
 }
@@ -139,6 +151,24 @@ static void test_env_and_flags(void **state)
     assert_int_equal(o.disruption_validation_ms, 500);
     assert_int_equal(o.gc_interval_ms, 3000);         /* flag beats env */
     assert_int_equal(o.gc_leaked_vm_grace_ms, 45000); /* env beats default */
+    release(&o);
+    clear_env(state);
+  }
+
+  /* Liveness and repair. */
+  {
+    char *argv5[] = {"carpenter", "--nodeclaim-launch-timeout=90s",
+                     "--node-repair=false", "--node-repair-max-unhealthy",
+                     "0%"};
+    setenv("NODECLAIM_REGISTRATION_TIMEOUT", "20m", 1);
+    setenv("NODE_REPAIR_TOLERATION", "10m", 1);
+    setenv("NODE_REPAIR_MAX_UNHEALTHY", "50%", 1);
+    assert_int_equal(parse(&o, 5, argv5), CARP_OPTIONS_RUN);
+    assert_int_equal(o.launch_timeout_ms, 90000);
+    assert_int_equal(o.registration_timeout_ms, 1200000);
+    assert_int_equal(o.node_repair, 0);
+    assert_int_equal(o.node_repair_toleration_ms, 600000);
+    assert_int_equal(o.node_repair_max_unhealthy, 0); /* flag beats env */
     release(&o);
     clear_env(state);
   }
@@ -195,9 +225,22 @@ static void test_bad_flags(void **state)
       {"--disruption-poll-interval=soon",
        "for flag --disruption-poll-interval: "
        "want a duration"},
-      {"--gc-interval=0s", "--gc-interval and --gc-leaked-vm-grace must be "
-                           "greater than 0"},
-      {"--disruption-validation-delay=0s", "must be greater than 0"},
+      {"--gc-interval=0s", "for flag --gc-interval: want a duration greater "
+                           "than 0"},
+      {"--disruption-validation-delay=0s",
+       "for flag --disruption-validation-delay: want a duration greater"},
+      {"--nodeclaim-launch-timeout=0s", "for flag --nodeclaim-launch-timeout"},
+      {"--nodeclaim-registration-timeout=-1m",
+       "for flag --nodeclaim-registration-timeout"},
+      {"--node-repair-toleration=0s", "for flag --node-repair-toleration"},
+      {"--node-repair=sometimes", "for flag --node-repair: want true or false"},
+      {"--node-repair-max-unhealthy=20",
+       "for flag --node-repair-max-unhealthy: "
+       "want a percentage"},
+      {"--node-repair-max-unhealthy=101%",
+       "for flag --node-repair-max-unhealthy"},
+      {"--node-repair-max-unhealthy=x%",
+       "for flag --node-repair-max-unhealthy"},
       {"--gc-leaked-vm-grace=-5m", "for flag --gc-leaked-vm-grace"},
       {"--metrics-bind-address=:8080",
        "for flag --metrics-bind-address: want an IP address"},

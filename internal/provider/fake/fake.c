@@ -393,6 +393,7 @@ static void create_step(struct fake_op *op)
       r.zone = op->inst.zone;
       r.vmid = op->inst.vmid;
       r.value = value;
+      r.inst = &op->inst;
       op->stage = 1;
       op->tok = CARP_NEW(struct fake_token);
       op->tok->op = op;

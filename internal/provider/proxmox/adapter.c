@@ -18,6 +18,7 @@
 #include "carpenter/buf.h"
 #include "carpenter/conditions.h"
 #include "carpenter/error.h"
+#include "carpenter/intern.h"
 #include "carpenter/log.h"
 #include "carpenter/nodeclaim.h"
 #include "carpenter/nodeclass.h"
@@ -512,6 +513,49 @@ int pve_instance_types(struct pve_provider *pp, const struct carp_nodeclass *nc,
     o->nofferings = pve_offerings(pp, &s, &t, &o->offerings);
   }
   carp_free(types);
+  pve_vm_spec_free(&s);
+  return 0;
+}
+
+int pve_templates(struct pve_provider *pp, const struct carp_nodeclass *nc,
+                  struct carp_nodeclass_template **out, size_t *n)
+{
+  struct pve_vm_spec s;
+  struct pve_template_query q;
+  size_t ri, hi, cap = 0;
+  memset(&s, 0, sizeof(s));
+  spec_common(pp, nc, &s);
+  q.name = s.tmpl_name;
+  q.tags = (const char *const *)s.tmpl_tags;
+  q.ntags = s.ntmpl_tags;
+  q.shared = s.tmpl_shared;
+  *out = NULL;
+  *n = 0;
+  for (ri = 0; ri < pp->nregions; ri++) {
+    struct pve_region *r = &pp->regions[ri];
+    if (r->status || !r->inv.fetched_ms)
+      continue;
+    for (hi = 0; hi < r->inv.nhosts; hi++) {
+      const struct pve_host *h = &r->inv.hosts[hi];
+      const struct pve_guest *g;
+      struct carp_nodeclass_template *t;
+      if (!pve_zone_allowed(&s, r->name, h->name) ||
+          !pve_host_usable(r, &s, h) || !(g = pve_template_for(r, &q, h->name)))
+        continue;
+      if (*n == cap) {
+        cap = cap ? cap * 2 : 8;
+        *out = carp_reallocarray(*out, cap, sizeof(**out));
+      }
+      t = &(*out)[(*n)++];
+      memset(t, 0, sizeof(*t));
+      t->region = carp_intern(r->name, strlen(r->name));
+      t->zone = carp_intern(h->name, strlen(h->name));
+      t->vmid = g->vmid;
+      t->name = carp_intern(g->name, strlen(g->name));
+      t->node = carp_intern(g->node, strlen(g->node));
+      t->shared = q.shared;
+    }
+  }
   pve_vm_spec_free(&s);
   return 0;
 }

@@ -174,7 +174,9 @@ static void fail(struct pve_create *c, int code, const char *reason,
     fail_now(c);
 }
 
-static void succeed(struct pve_create *c)
+/* What the create makes, as far as it is chosen (all of it at the end). */
+static void fill_instance(const struct pve_create *c,
+                          struct carp_provider_instance *out)
 {
   struct carp_provider_instance inst;
   memset(&inst, 0, sizeof(inst));
@@ -208,6 +210,13 @@ static void succeed(struct pve_create *c)
                                 ? c->spec->boot_disk_size
                                 : c->boot_size;
   inst.capacity.pods = c->spec->max_pods;
+  *out = inst;
+}
+
+static void succeed(struct pve_create *c)
+{
+  struct carp_provider_instance inst;
+  fill_instance(c, &inst);
   if (c->hold) {
     c->hold->done = 1;
     c->hold->done_ms = carp_time_mono_ms();
@@ -1068,6 +1077,7 @@ static void on_reserved(struct pve_op *op, int err)
 static void reserve(struct pve_create *c)
 {
   struct carp_provider_reservation res;
+  struct carp_provider_instance inst;
   char value[256];
   snprintf(value, sizeof(value), "%s/%s/%" PRId64, c->region->name, c->zone,
            c->vmid);
@@ -1075,6 +1085,8 @@ static void reserve(struct pve_create *c)
   res.zone = c->zone;
   res.vmid = c->vmid;
   res.value = value;
+  fill_instance(c, &inst);
+  res.inst = &inst;
   pve_op_reserve(&c->op, c->reserve, c->reserve_arg, c->claim, &res,
                  on_reserved);
 }

@@ -327,6 +327,13 @@ int carp_pve_provider_region_status(struct carp_provider *p, const char *region,
   return r->status;
 }
 
+int carp_pve_provider_templates(struct carp_provider *p,
+                                const struct carp_nodeclass *nc,
+                                struct carp_nodeclass_template **out, size_t *n)
+{
+  return pve_templates(PP(p), nc, out, n);
+}
+
 struct carp_pve_client *carp_pve_provider_client(struct carp_provider *p,
                                                  const char *region)
 {

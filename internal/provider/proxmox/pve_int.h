@@ -444,6 +444,11 @@ void pve_metrics_task(struct pve_provider *pp, const char *region,
                       const char *upid, int err, double seconds);
 
 struct pve_region *pve_region_find(struct pve_provider *pp, const char *name);
+/* The template each usable host of a class would clone now (adapter.c),
+ * for the class's status; strings interned. */
+struct carp_nodeclass_template;
+int pve_templates(struct pve_provider *pp, const struct carp_nodeclass *nc,
+                  struct carp_nodeclass_template **out, size_t *n);
 /* The op list became empty or a handle closed: finish a pending close. */
 void pve_provider_maybe_closed(struct pve_provider *pp);
 
