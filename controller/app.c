@@ -44,6 +44,7 @@
 #include "carpenter/server.h"
 #include "carpenter/termination.h"
 #include "carpenter/version.h"
+#include "metrics_route.h"
 
 #define SHUTDOWN_DEADLINE_MS 5000
 #define MAX_INFORMERS        8

@@ -1,4 +1,5 @@
-/* Allocation wrappers. Every allocation in Carpenter goes through these.
+/* Module core (internal/core). Allocation wrappers. Every allocation in
+ * Carpenter goes through these.
  *
  * Running out of memory is fatal, as in Redis: the process logs and aborts
  * and Kubernetes restarts it. A controller that cannot allocate cannot make

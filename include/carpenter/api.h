@@ -1,8 +1,9 @@
-/* Cached models of the core Kubernetes kinds Carpenter reads: Pod, Node,
- * PodDisruptionBudget and DaemonSet. Each starts with struct carp_objmeta
- * and is decoded straight from the API server's JSON by its kind's decode
- * function (see include/carpenter/object.h). Pod scheduling specs are
- * interned: the pods of one owner share one struct carp_podspec. */
+/* Module api (internal/api). Cached models of the core Kubernetes kinds
+ * Carpenter reads: Pod, Node, PodDisruptionBudget and DaemonSet. Each starts
+ * with struct carp_objmeta and is decoded straight from the API server's JSON
+ * by its kind's decode function (see include/carpenter/object.h). Pod
+ * scheduling specs are interned: the pods of one owner share one struct
+ * carp_podspec. */
 #ifndef CARP_API_H
 #define CARP_API_H
 

@@ -1,7 +1,7 @@
-/* JSON encoders for the pieces the Karpenter kinds share: resource lists
- * (quantities as canonical strings, never JSON numbers: CPU and counts in
- * decimal form, memory and storage in binary form), node selector
- * requirements with minValues, taints and node class references. They
+/* Module api (internal/api). JSON encoders for the pieces the Karpenter kinds
+ * share: resource lists (quantities as canonical strings, never JSON numbers:
+ * CPU and counts in decimal form, memory and storage in binary form), node
+ * selector requirements with minValues, taints and node class references. They
  * write through a struct carp_jw, whose errors are sticky. */
 #ifndef CARP_API_ENCODE_H
 #define CARP_API_ENCODE_H

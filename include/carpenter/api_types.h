@@ -1,6 +1,6 @@
-/* Building blocks shared by the cached models: resource lists, node
- * selector requirements, label selectors, taints and tolerations. All
- * strings are interned (include/carpenter/intern.h). */
+/* Module api (internal/api). Building blocks shared by the cached models:
+ * resource lists, node selector requirements, label selectors, taints and
+ * tolerations. All strings are interned (include/carpenter/intern.h). */
 #ifndef CARP_API_TYPES_H
 #define CARP_API_TYPES_H
 

@@ -1,4 +1,5 @@
-/* The Kubernetes API server, checked against what Carpenter needs.
+/* Module apicheck (internal/apicheck). The Kubernetes API server, checked
+ * against what Carpenter needs.
  *
  * Carpenter needs Kubernetes 1.25 or newer: PodDisruptionBudgets in
  * policy/v1 (1.21), the Eviction API in policy/v1 (1.22) and the CRD

@@ -1,8 +1,8 @@
-/* A bump allocator for data that lives exactly as long as one piece of
- * work (a scheduling problem built from the caches, say): allocations are
- * carved from large chunks and all freed at once - or all dropped at once
- * with the chunks kept for the next piece of the same kind (the trees of
- * a stream's objects, one after the other). */
+/* Module core (internal/core). A bump allocator for data that lives exactly as
+ * long as one piece of work (a scheduling problem built from the caches, say):
+ * allocations are carved from large chunks and all freed at once - or all
+ * dropped at once with the chunks kept for the next piece of the same kind
+ * (the trees of a stream's objects, one after the other). */
 #ifndef CARP_ARENA_H
 #define CARP_ARENA_H
 

@@ -1,6 +1,6 @@
-/* Exponential backoff with jitter: delay n is base * factor^n, capped, then
- * shortened by a random part of up to jitter * delay so that many clients
- * failing together do not retry together. */
+/* Module core (internal/core). Exponential backoff with jitter: delay n is base
+ * * factor^n, capped, then shortened by a random part of up to jitter * delay
+ * so that many clients failing together do not retry together. */
 #ifndef CARP_BACKOFF_H
 #define CARP_BACKOFF_H
 

@@ -1,5 +1,5 @@
-/* Base64 (RFC 4648, standard alphabet with padding), used for kubeconfig
- * certificate data and Proxmox smbios1 fields. */
+/* Module core (internal/core). Base64 (RFC 4648, standard alphabet with
+ * padding), used for kubeconfig certificate data and Proxmox smbios1 fields. */
 #ifndef CARP_BASE64_H
 #define CARP_BASE64_H
 

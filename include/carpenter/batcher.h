@@ -1,8 +1,9 @@
-/* The provisioning batcher (Karpenter's batcher.go): the first trigger
- * opens a window; the window closes once no new trigger arrived for the
- * idle duration (1 s), or at the max duration (10 s) however busy; then
- * the callback runs once with the number of distinct triggers. A trigger
- * while the callback's work is still running opens the next window. */
+/* Module provisioning (internal/provisioning). The provisioning batcher
+ * (Karpenter's batcher.go): the first trigger opens a window; the window closes
+ * once no new trigger arrived for the idle duration (1 s), or at the max
+ * duration (10 s) however busy; then the callback runs once with the number of
+ * distinct triggers. A trigger while the callback's work is still running opens
+ * the next window. */
 #ifndef CARP_BATCHER_H
 #define CARP_BATCHER_H
 

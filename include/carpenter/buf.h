@@ -1,6 +1,7 @@
-/* Growable byte buffers with a hard size cap (after curl's dynbuf): every
- * buffer fed by the network has a limit, so a hostile or broken peer cannot
- * make Carpenter grow without bound. The content is always NUL-terminated. */
+/* Module core (internal/core). Growable byte buffers with a hard size cap
+ * (after curl's dynbuf): every buffer fed by the network has a limit, so a
+ * hostile or broken peer cannot make Carpenter grow without bound. The content
+ * is always NUL-terminated. */
 #ifndef CARP_BUF_H
 #define CARP_BUF_H
 

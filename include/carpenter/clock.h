@@ -1,5 +1,5 @@
-/* Module clock: the one source of time for controllers - wall and
- * monotonic milliseconds, and timers - so that a test can replace it.
+/* Module clock (internal/clock): the one source of time for controllers - wall
+ * and monotonic milliseconds, and timers - so that a test can replace it.
  *
  * The real clock reads the system clocks and runs its timers as libuv
  * timers on the loop. The fake clock starts at a wall time given by the

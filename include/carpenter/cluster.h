@@ -1,5 +1,6 @@
-/* Cluster state: the informers every controller reads, their indexes, and
- * the bookkeeping the caches cannot show yet (Karpenter's cluster state).
+/* Module state (internal/state). Cluster state: the informers every controller
+ * reads, their indexes, and the bookkeeping the caches cannot show yet
+ * (Karpenter's cluster state).
  *
  *  - NodeClaims are joined to Nodes by provider ID.
  *  - NodeClaims created by this process but not yet seen by the informer

@@ -1,7 +1,7 @@
-/* Status conditions, as Kubernetes and operatorpkg (Karpenter's status
- * library) keep them: a list keyed by type, each with a status
- * (True/False/Unknown), a CamelCase reason, a message, the time the status
- * last changed and the generation it was computed from.
+/* Module api (internal/api). Status conditions, as Kubernetes and operatorpkg
+ * (Karpenter's status library) keep them: a list keyed by type, each with a
+ * status (True/False/Unknown), a CamelCase reason, a message, the time the
+ * status last changed and the generation it was computed from.
  *
  * Cached objects are immutable, so a controller copies the cached list
  * (carp_conditions_copy), changes the copy with carp_conditions_set(), and

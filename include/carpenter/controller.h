@@ -1,5 +1,5 @@
-/* Module controller: the one skeleton every controller is built on, as
- * controller-runtime gives Karpenter's controllers theirs.
+/* Module controller (internal/controller): the one skeleton every controller is
+ * built on, as controller-runtime gives Karpenter's controllers theirs.
  *
  * A controller is a table of callbacks (struct carp_controller_def) plus
  * its own state, in a struct that embeds struct carp_controller. The
@@ -201,6 +201,12 @@ int carp_write_node_taint(struct carp_controller *c, const char *key,
                           const struct carp_node *node,
                           const struct carp_taint *taint, int add,
                           carp_write_cb cb, void *arg);
+/* The same, setting a label in the same write (label_key NULL: none). */
+int carp_write_node_taint_label(struct carp_controller *c, const char *key,
+                                const struct carp_node *node,
+                                const struct carp_taint *taint, int add,
+                                const char *label_key, const char *label_value,
+                                carp_write_cb cb, void *arg);
 int carp_write_finalizer(struct carp_controller *c, const char *key,
                          const struct carp_kube_ref *ref,
                          const struct carp_objmeta *m, const char *finalizer,
@@ -235,6 +241,11 @@ int carp_write_delete_claim(struct carp_controller *c, const char *key,
  * queue's backoff; a missing object ends it. */
 void carp_write_done(struct carp_controller *c, const char *key,
                      const struct carp_kube_result *res);
+
+/* karpenter_nodeclaims_disrupted_total{reason, nodepool, capacity_type,
+ * consolidation_policy, termination_mode}: every controller that takes a
+ * NodeClaim away counts it here (NULL without a registry). */
+struct carp_metric *carp_metric_nodeclaims_disrupted(struct carp_metrics *m);
 
 /* The references of the kinds controllers write. */
 struct carp_kube_ref carp_ref_nodeclaim(const char *name, const char *sub);

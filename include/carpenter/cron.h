@@ -1,5 +1,6 @@
-/* Cron schedules of NodePool disruption budgets, parsed the way Karpenter
- * parses them (robfig/cron's standard parser, evaluated in UTC):
+/* Module api (internal/api). Cron schedules of NodePool disruption budgets,
+ * parsed the way Karpenter parses them (robfig/cron's standard parser,
+ * evaluated in UTC):
  *
  *   minute hour day-of-month month day-of-week
  *

@@ -1,5 +1,5 @@
-/* Module disruption: Karpenter's voluntary disruption (the disruption
- * controller), the forceful expiration of NodeClaims
+/* Module disruption (internal/disruption): Karpenter's voluntary disruption
+ * (the disruption controller), the forceful expiration of NodeClaims
  * (nodeclaim.expiration), and the NodeClaim conditions disruption reads
  * (nodeclaim.disruption). docs/disruption.md tells the rules in full.
  *

@@ -1,6 +1,6 @@
-/* Durations in Go's notation ("300ms", "1s", "1m30s", "720h", "1.5h"), as
- * Kubernetes and Karpenter write them, held as integer milliseconds.
- * "Never" is CARP_DURATION_NEVER. */
+/* Module core (internal/core). Durations in Go's notation ("300ms", "1s",
+ * "1m30s", "720h", "1.5h"), as Kubernetes and Karpenter write them, held as
+ * integer milliseconds. "Never" is CARP_DURATION_NEVER. */
 #ifndef CARP_DURATION_H
 #define CARP_DURATION_H
 

@@ -1,6 +1,7 @@
-/* Errors: functions return 0 on success or a negative code. System and libuv
- * errors are negative errno values and pass through unchanged; Carpenter's
- * own codes sit below CARP_ERR_BASE so the two ranges never meet. */
+/* Module core (internal/core). Errors: functions return 0 on success or a
+ * negative code. System and libuv errors are negative errno values and pass
+ * through unchanged; Carpenter's own codes sit below CARP_ERR_BASE so the two
+ * ranges never meet. */
 #ifndef CARP_ERROR_H
 #define CARP_ERROR_H
 

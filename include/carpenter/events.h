@@ -1,10 +1,10 @@
-/* Kubernetes Events (core/v1), as client-go's recorder makes them: an
- * event repeated for the same object, reason and message within ten
- * minutes is folded into the first one (its count and lastTimestamp are
- * patched) rather than created again, and events are rate-limited per
- * object (a burst of 25, then one per 5 minutes) and overall, so an event
- * storm cannot flood the API server. Dropped events are counted, not
- * queued. Creating events is a write: only the leader's get through. */
+/* Module kube (internal/kube). Kubernetes Events (core/v1), as client-go's
+ * recorder makes them: an event repeated for the same object, reason and
+ * message within ten minutes is folded into the first one (its count and
+ * lastTimestamp are patched) rather than created again, and events are
+ * rate-limited per object (a burst of 25, then one per 5 minutes) and overall,
+ * so an event storm cannot flood the API server. Dropped events are counted,
+ * not queued. Creating events is a write: only the leader's get through. */
 #ifndef CARP_EVENTS_H
 #define CARP_EVENTS_H
 

@@ -1,6 +1,6 @@
-/* Splits a stream of concatenated JSON objects (a Kubernetes watch
- * response) into whole objects by tracking brace depth outside strings,
- * rather than trusting newlines. Each object is bounded by a hard cap;
+/* Module kube (internal/kube). Splits a stream of concatenated JSON objects (a
+ * Kubernetes watch response) into whole objects by tracking brace depth outside
+ * strings, rather than trusting newlines. Each object is bounded by a hard cap;
  * past it the stream is abandoned (the caller relists). */
 #ifndef CARP_FRAMER_H
 #define CARP_FRAMER_H

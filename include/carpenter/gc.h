@@ -1,9 +1,9 @@
-/* Garbage collection (Karpenter's nodeclaim/garbagecollection, plus the
- * leaked-VM sweep DESIGN.md calls for). Every interval (2 minutes by
- * default), while active (the leader) and with every cache synced, the
- * provider lists this cluster's VMs (tagged carpenter-<cluster>). A list
- * in which any region failed is ignored as a whole: nothing is ever
- * deleted from a partial view.
+/* Module gc (internal/gc). Garbage collection (Karpenter's
+ * nodeclaim/garbagecollection, plus the leaked-VM sweep DESIGN.md calls for).
+ * Every interval (2 minutes by default), while active (the leader) and with
+ * every cache synced, the provider lists this cluster's VMs (tagged
+ * carpenter-<cluster>). A list in which any region failed is ignored as a
+ * whole: nothing is ever deleted from a partial view.
  *
  *   Leaked VMs   a VM that no NodeClaim in the cache owns - none has its
  *                UID (from the VM's description), its provider ID, or a

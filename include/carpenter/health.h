@@ -1,7 +1,8 @@
-/* Health endpoints: /healthz answers 200 while the process runs its loop;
- * /readyz answers 200 only when every registered readiness check passes
- * (caches synced, CRDs present), else 503 naming the failing checks, in
- * the style of the Kubernetes API server ("[-]informers-synced failed"). */
+/* Module server (internal/server). Health endpoints: /healthz answers 200 while
+ * the process runs its loop; /readyz answers 200 only when every registered
+ * readiness check passes (caches synced, CRDs present), else 503 naming the
+ * failing checks, in the style of the Kubernetes API server
+ * ("[-]informers-synced failed"). */
 #ifndef CARP_HEALTH_H
 #define CARP_HEALTH_H
 

@@ -1,4 +1,5 @@
-/* Async HTTP client: libcurl's multi interface driven by a libuv loop.
+/* Module http (internal/http). Async HTTP client: libcurl's multi interface
+ * driven by a libuv loop.
  *
  * A client owns one CURLM (its own connection cache, so connections are
  * reused only between requests with the same TLS settings), a few libuv

@@ -1,10 +1,10 @@
-/* An informer keeps a store of one kind in step with the API server, the
- * way client-go's reflector does: list in pages (limit 500), then watch
- * from the list's resourceVersion with bookmarks and a random 5-10 minute
- * timeout, rewatch from the last resourceVersion seen, and relist when the
- * server answers 410 Gone. A relist replaces the store and reports a
- * deletion for every object that vanished meanwhile. Errors back off from
- * 800 ms to 30 s with jitter.
+/* Module informer (internal/informer). An informer keeps a store of one kind in
+ * step with the API server, the way client-go's reflector does: list in pages
+ * (limit 500), then watch from the list's resourceVersion with bookmarks and a
+ * random 5-10 minute timeout, rewatch from the last resourceVersion seen, and
+ * relist when the server answers 410 Gone. A relist replaces the store and
+ * reports a deletion for every object that vanished meanwhile. Errors back off
+ * from 800 ms to 30 s with jitter.
  *
  * Handlers run on the loop, after the store has changed; they get the old
  * and the new object, both valid during the call (take a reference to keep

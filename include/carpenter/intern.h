@@ -1,8 +1,8 @@
-/* Interned strings: one shared, reference-counted copy of each distinct
- * string (label keys and values, namespaces, node names, owner names). A
- * cache of 150,000 pods holds a few thousand distinct such strings, so
- * sharing them is most of what keeps a cached pod small; equal interned
- * strings are equal pointers, so comparisons are free.
+/* Module core (internal/core). Interned strings: one shared, reference-counted
+ * copy of each distinct string (label keys and values, namespaces, node names,
+ * owner names). A cache of 150,000 pods holds a few thousand distinct such
+ * strings, so sharing them is most of what keeps a cached pod small; equal
+ * interned strings are equal pointers, so comparisons are free.
  *
  * The returned pointer is an ordinary NUL-terminated string. Each
  * carp_intern() (or carp_intern_ref()) takes a reference that

@@ -1,7 +1,8 @@
-/* Decoding JSON from parser events, without a tree (after SAX and yajl's
- * own callbacks): a document's values are handed to handlers as yajl's
- * event parser (yajl_parse) meets them, so an object goes straight into
- * the struct that keeps it and everything else is skipped as it passes.
+/* Module json (internal/json). Decoding JSON from parser events, without a tree
+ * (after SAX and yajl's own callbacks): a document's values are handed to
+ * handlers as yajl's event parser (yajl_parse) meets them, so an object goes
+ * straight into the struct that keeps it and everything else is skipped as it
+ * passes.
  *
  * A handler gets the values of one container: each member of an object
  * (carp_jdec_field() says which, by its place in the key table the

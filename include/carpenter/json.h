@@ -1,7 +1,7 @@
-/* JSON helpers over yajl: parsing into yajl's tree with an error message
- * that never quotes the input (payloads may hold secrets), typed lookups
- * that accept numbers sent as strings (Proxmox does that), and a writer
- * that appends to a carp_buf.
+/* Module json (internal/json). JSON helpers over yajl: parsing into yajl's tree
+ * with an error message that never quotes the input (payloads may hold
+ * secrets), typed lookups that accept numbers sent as strings (Proxmox does
+ * that), and a writer that appends to a carp_buf.
  *
  * Lookups take a NULL-terminated path of object keys:
  *   const char *name = carp_json_str(obj, "metadata", "name", NULL);  */

@@ -1,8 +1,8 @@
-/* Building yajl trees from parser events in bump memory (an arena), with
- * no malloc per value: for JSON that is read as a tree (the kinds without
- * a streaming decoder, `carpenter simulate`'s snapshots) but arrives as
- * events (jdec.h, simulate's own JSON and YAML readers). The trees are
- * ordinary yajl_val trees for carp_json_* lookups, but must never be given
+/* Module json (internal/json). Building yajl trees from parser events in bump
+ * memory (an arena), with no malloc per value: for JSON that is read as a tree
+ * (the kinds without a streaming decoder, `carpenter simulate`'s snapshots) but
+ * arrives as events (jdec.h, simulate's own JSON and YAML readers). The trees
+ * are ordinary yajl_val trees for carp_json_* lookups, but must never be given
  * to yajl_tree_free: they go with their arena.
  *
  * Numbers follow yajl_tree: the literal text in r, and i and d with their

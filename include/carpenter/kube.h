@@ -1,7 +1,8 @@
-/* The Kubernetes REST client: verbs on resource paths, with the API
- * server's errors decoded from metav1.Status into named codes, a client
- * side token bucket (--kube-client-qps/--kube-client-burst), and retries
- * with backoff and jitter (honouring Retry-After) where a retry is safe.
+/* Module kube (internal/kube). The Kubernetes REST client: verbs on resource
+ * paths, with the API server's errors decoded from metav1.Status into named
+ * codes, a client side token bucket (--kube-client-qps/--kube-client-burst),
+ * and retries with backoff and jitter (honouring Retry-After) where a retry is
+ * safe.
  *
  * Retry rules. Reads retry on connection errors, timeouts, 429 and 5xx.
  * Writes retry only when the server cannot have acted: the connection was

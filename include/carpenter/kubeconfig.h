@@ -1,8 +1,8 @@
-/* Where the Kubernetes API server is and how to authenticate to it: from a
- * kubeconfig file (or a colon-separated list, merged as kubectl merges
- * them) or from the in-cluster service account. Exec and auth-provider
- * plugins are refused with a clear message: Carpenter runs in-cluster,
- * and a plugin would mean running arbitrary programs. */
+/* Module kube (internal/kube). Where the Kubernetes API server is and how to
+ * authenticate to it: from a kubeconfig file (or a colon-separated list, merged
+ * as kubectl merges them) or from the in-cluster service account. Exec and
+ * auth-provider plugins are refused with a clear message: Carpenter runs
+ * in-cluster, and a plugin would mean running arbitrary programs. */
 #ifndef CARP_KUBECONFIG_H
 #define CARP_KUBECONFIG_H
 

@@ -1,6 +1,6 @@
-/* Module kubemem: a Kubernetes API server in memory, for reconcile-level
- * tests (and anything else that wants Carpenter's controllers without a
- * cluster). It plugs into the REST client as its backend (struct
+/* Module kubemem (internal/kubemem): a Kubernetes API server in memory, for
+ * reconcile-level tests (and anything else that wants Carpenter's controllers
+ * without a cluster). It plugs into the REST client as its backend (struct
  * carp_kube_backend), so informers, writes and watches run their real
  * code; only the HTTP hop is gone.
  *

@@ -1,8 +1,8 @@
-/* Leader election on a coordination.k8s.io/v1 Lease, with client-go's
- * timings and rules: a 15 s lease, renewed every 2 s, given up 10 s after
- * the last successful renewal. Expiry of another holder's lease is judged
- * by the local clock from when its record last changed, so clock skew
- * between replicas does not matter.
+/* Module leader (internal/leader). Leader election on a coordination.k8s.io/v1
+ * Lease, with client-go's timings and rules: a 15 s lease, renewed every 2 s,
+ * given up 10 s after the last successful renewal. Expiry of another holder's
+ * lease is judged by the local clock from when its record last changed, so
+ * clock skew between replicas does not matter.
  *
  * A Lease gives no fencing. So that a deposed leader is silent before
  * anyone else can take over, carp_leader_is_leader() turns false as soon as

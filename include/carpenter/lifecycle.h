@@ -1,4 +1,5 @@
-/* The NodeClaim lifecycle controller (Karpenter's nodeclaim/lifecycle):
+/* Module lifecycle (internal/lifecycle). The NodeClaim lifecycle controller
+ * (Karpenter's nodeclaim/lifecycle):
  *
  *   Launched      provider create, after the VMID is written ahead onto
  *                 the NodeClaim; labels and status copied from the VM;

@@ -1,5 +1,6 @@
-/* Structured logging: one line per record, JSON by default (as Karpenter's
- * zap logger writes: level, time, logger, message, then fields) or text.
+/* Module core (internal/core). Structured logging: one line per record, JSON by
+ * default (as Karpenter's zap logger writes: level, time, logger, message, then
+ * fields) or text.
  *
  *   CARP_LOG_INFO("provisioner", "created nodeclaim",
  *                 CARP_F_STR("nodeclaim", name), CARP_F_INT("pods", n));

@@ -1,6 +1,6 @@
-/* Log folding: a line that would repeat per retry, per pod or per request
- * is written once per interval, with the number of lines left out since
- * the previous one in a "repeated" field.
+/* Module core (internal/core). Log folding: a line that would repeat per retry,
+ * per pod or per request is written once per interval, with the number of lines
+ * left out since the previous one in a "repeated" field.
  *
  *   static struct carp_logfold fold; (carp_logfold_init once)
  *   CARP_LOG_FOLDED(&fold, claim_name, CARP_LOG_WARN, "lifecycle",

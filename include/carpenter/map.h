@@ -1,7 +1,8 @@
-/* A hash map from byte-string keys to pointers (open addressing, linear
- * probing). Keys are borrowed: the map stores the caller's pointer, which
- * must stay valid and unchanged until the entry is removed. That suits the
- * usual case where the key lives inside the value (an object's name). */
+/* Module core (internal/core). A hash map from byte-string keys to pointers
+ * (open addressing, linear probing). Keys are borrowed: the map stores the
+ * caller's pointer, which must stay valid and unchanged until the entry is
+ * removed. That suits the usual case where the key lives inside the value (an
+ * object's name). */
 #ifndef CARP_MAP_H
 #define CARP_MAP_H
 

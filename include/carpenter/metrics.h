@@ -1,5 +1,6 @@
-/* Metrics registry: counters, gauges and histograms with label sets,
- * rendered in the Prometheus text exposition format 0.0.4.
+/* Module metrics (internal/metrics). Metrics registry: counters, gauges and
+ * histograms with label sets, rendered in the Prometheus text exposition format
+ * 0.0.4.
  *
  * Families are registered at wiring time (no hidden globals); each holds
  * series keyed by their label values. Code that owns a metric keeps the
@@ -129,10 +130,6 @@ int carp_metrics_render(struct carp_metrics *r, struct carp_buf *out);
  * _start_time_seconds, _open_fds, _max_fds, _virtual_memory_bytes) and
  * karpenter_build_info, refreshed by a collector. */
 void carp_metrics_register_process(struct carp_metrics *r);
-
-struct carp_server;
-/* Adds /metrics to a server, rendering the registry on each scrape. */
-int carp_metrics_serve(struct carp_metrics *r, struct carp_server *s);
 
 /* Formats a sample value as Prometheus expects: shortest round-trip
  * decimal, +Inf, -Inf or NaN. */

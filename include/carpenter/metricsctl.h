@@ -1,5 +1,6 @@
-/* Cluster-state metrics (Karpenter's metrics/node, metrics/pod,
- * metrics/nodepool and state metrics), with Karpenter's names and labels:
+/* Module metricsctl (internal/metricsctl). Cluster-state metrics (Karpenter's
+ * metrics/node, metrics/pod, metrics/nodepool and state metrics), with
+ * Karpenter's names and labels:
  *
  *   karpenter_nodes_allocatable, _total_pod_requests,
  *   _total_daemon_requests, _system_overhead           gauges per node and

@@ -1,7 +1,8 @@
-/* NodeClaim (karpenter.sh/v1, cluster-scoped): one node being launched or
- * running. Carpenter creates NodeClaims from a NodePool's template
- * (carp_nodeclaim_encode_create), the lifecycle controller launches and
- * tracks them and writes their status (carp_nodeclaim_status_patch).
+/* Module api (internal/api). NodeClaim (karpenter.sh/v1, cluster-scoped): one
+ * node being launched or running. Carpenter creates NodeClaims from a
+ * NodePool's template (carp_nodeclaim_encode_create), the lifecycle controller
+ * launches and tracks them and writes their status
+ * (carp_nodeclaim_status_patch).
  *
  * The spec shape is shared with NodePool.spec.template.spec
  * (struct carp_claim_spec). Decoding applies the CRD defaults, so an

@@ -1,8 +1,8 @@
-/* ProxmoxNodeClass (carpenter.dev/v1alpha1, cluster-scoped): how a node is
- * built on Proxmox VE - regions (clusters) and zones (hosts), the template,
- * clone mode, the VM's disk, CPU, network and tags, cloud-init, bootstrap,
- * kubelet reservations, instance types and prices, host capacity and
- * placement. docs/api.md describes every field.
+/* Module api (internal/api). ProxmoxNodeClass (carpenter.dev/v1alpha1,
+ * cluster-scoped): how a node is built on Proxmox VE - regions (clusters) and
+ * zones (hosts), the template, clone mode, the VM's disk, CPU, network and
+ * tags, cloud-init, bootstrap, kubelet reservations, instance types and prices,
+ * host capacity and placement. docs/api.md describes every field.
  *
  * Decoding applies every default of the CRD (clone mode Linked, scope
  * PerHost, bootstrap Template, maxPods 110, the c1/s1/m1 families at 1, 2,

@@ -1,5 +1,6 @@
-/* The ProxmoxNodeClass status controller (Karpenter's nodeclass status
- * controllers, for Proxmox VE). For each class it writes:
+/* Module nodeclass (internal/nodeclass). The ProxmoxNodeClass status controller
+ * (Karpenter's nodeclass status controllers, for Proxmox VE). For each class it
+ * writes:
  *
  *   ValidationSucceeded  True, or False InvalidSpec with the broken rules.
  *   RegionsReady         every selected region (spec.regions, or every

@@ -1,5 +1,6 @@
-/* NodePool (karpenter.sh/v1, cluster-scoped): which nodes may be launched
- * for pending pods, their limits, and how they may be disrupted.
+/* Module api (internal/api). NodePool (karpenter.sh/v1, cluster-scoped): which
+ * nodes may be launched for pending pods, their limits, and how they may be
+ * disrupted.
  *
  * Decoding applies the CRD defaults (expireAfter 720h, consolidationPolicy
  * WhenEmptyOrUnderutilized, consolidateAfter 0s, budgets [{nodes: "10%"}])

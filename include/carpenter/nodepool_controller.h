@@ -1,5 +1,6 @@
-/* The NodePool controllers (Karpenter's nodepool/readiness, validation,
- * counter and hash controllers), one work queue keyed by NodePool name:
+/* Module nodepool (internal/nodepool). The NodePool controllers (Karpenter's
+ * nodepool/readiness, validation, counter and hash controllers), one work queue
+ * keyed by NodePool name:
  *
  *   ValidationSucceeded  True, or False with reason NodePoolValidationFailed
  *                        and the broken rules (an object that slipped past

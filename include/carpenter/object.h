@@ -1,4 +1,5 @@
-/* Cached Kubernetes objects: compact, immutable, reference-counted.
+/* Module kube (internal/kube). Cached Kubernetes objects: compact, immutable,
+ * reference-counted.
  *
  * Each kind (pod, node, nodeclaim...) decodes the JSON of an object
  * straight into a small struct that starts with struct carp_objmeta and

@@ -1,9 +1,9 @@
-/* The cloud provider interface, modelled on Karpenter's CloudProvider
- * (pkg/cloudprovider/types.go): a vtable that the lifecycle, termination,
- * garbage-collection, provisioning and drift code call without knowing
- * which provider is behind it. Two implementations exist: Proxmox VE
- * (include/carpenter/pve.h) and an in-memory fake for controller tests
- * (carp_fake_provider_new below).
+/* Module provider (internal/provider). The cloud provider interface, modelled
+ * on Karpenter's CloudProvider (pkg/cloudprovider/types.go): a vtable that the
+ * lifecycle, termination, garbage-collection, provisioning and drift code call
+ * without knowing which provider is behind it. Two implementations exist:
+ * Proxmox VE (include/carpenter/pve.h) and an in-memory fake for controller
+ * tests (carp_fake_provider_new below).
  *
  * Calls go through the carp_provider_* functions, which time every call
  * into karpenter_cloudprovider_duration_seconds and count failures into

@@ -1,9 +1,10 @@
-/* The provisioner (Karpenter's provisioning controller): pending pods the
- * kube-scheduler could not place open a batch; when the batch closes and
- * the caches are synced, the scheduler simulation decides which pods fit
- * existing nodes or in-flight NodeClaims and which need new NodeClaims,
- * and the provisioner creates those, nominates pods to their targets and
- * explains, with an event and a log line, every pod that fits nowhere.
+/* Module provisioning (internal/provisioning). The provisioner (Karpenter's
+ * provisioning controller): pending pods the kube-scheduler could not place
+ * open a batch; when the batch closes and the caches are synced, the scheduler
+ * simulation decides which pods fit existing nodes or in-flight NodeClaims and
+ * which need new NodeClaims, and the provisioner creates those, nominates pods
+ * to their targets and explains, with an event and a log line, every pod that
+ * fits nowhere.
  *
  * It acts only while active (the leader); a follower's batches are
  * dropped, and becoming active starts a batch at once. */

@@ -1,6 +1,7 @@
-/* Proxmox VE: the --pve-config file, an API client per cluster (region) on
- * the async HTTP module, task (UPID) handling, and the Proxmox provider
- * that implements include/carpenter/provider.h.
+/* Module proxmox (internal/provider/proxmox). Proxmox VE: the --pve-config
+ * file, an API client per cluster (region) on the async HTTP module, task
+ * (UPID) handling, and the Proxmox provider that implements
+ * include/carpenter/provider.h.
  *
  * The client speaks /api2/json with an API token (no tickets, no CSRF):
  * every answer is {"data": ...}; errors come as the HTTP reason phrase

@@ -1,6 +1,7 @@
-/* Kubernetes resource quantities ("100m", "1.5Gi", "2e3", "128974848") held
- * as exact integers in thousandths of the unit: millicores for CPU,
- * millibytes for memory. int64 millis reach 9.2e15 units, about 8 PiB. */
+/* Module core (internal/core). Kubernetes resource quantities ("100m", "1.5Gi",
+ * "2e3", "128974848") held as exact integers in thousandths of the unit:
+ * millicores for CPU, millibytes for memory. int64 millis reach 9.2e15 units,
+ * about 8 PiB. */
 #ifndef CARP_QUANTITY_H
 #define CARP_QUANTITY_H
 

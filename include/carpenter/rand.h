@@ -1,6 +1,6 @@
-/* Pseudo-random numbers for jitter and generated names (xoshiro256**),
- * seeded from the kernel. Not for secrets. Tests seed it for repeatable
- * results. */
+/* Module core (internal/core). Pseudo-random numbers for jitter and generated
+ * names (xoshiro256**), seeded from the kernel. Not for secrets. Tests seed it
+ * for repeatable results. */
 #ifndef CARP_RAND_H
 #define CARP_RAND_H
 

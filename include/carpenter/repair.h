@@ -1,6 +1,6 @@
-/* Module repair: node repair (Karpenter's node.health controller, its
- * NodeRepair feature). A Node whose Ready condition has been False or
- * Unknown for the toleration (30 minutes by default) is replaced: its
+/* Module repair (internal/repair): node repair (Karpenter's node.health
+ * controller, its NodeRepair feature). A Node whose Ready condition has been
+ * False or Unknown for the toleration (30 minutes by default) is replaced: its
  * NodeClaim gets karpenter.sh/nodeclaim-termination-timestamp = now (so
  * the drain does not wait: pods are deleted, not evicted) and is deleted;
  * the provisioner makes a new node for its pods. Budgets do not apply, as

@@ -1,8 +1,9 @@
-/* Scheduling: the pure simulation at the heart of provisioning (and, later,
- * consolidation). Given pending pods, the cluster's nodes and in-flight
- * NodeClaims, the NodePools and their instance types, it decides where every
- * pod goes: onto an existing node, onto an in-flight claim, or onto a new
- * NodeClaim it plans, and it says why a pod cannot go anywhere.
+/* Module scheduling (internal/scheduling). Scheduling: the pure simulation at
+ * the heart of provisioning (and, later, consolidation). Given pending pods,
+ * the cluster's nodes and in-flight NodeClaims, the NodePools and their
+ * instance types, it decides where every pod goes: onto an existing node, onto
+ * an in-flight claim, or onto a new NodeClaim it plans, and it says why a pod
+ * cannot go anywhere.
  *
  * Everything here is plain data: strings, integers and arrays with counts.
  * Nothing refers to Kubernetes JSON or to informer caches, and nothing does

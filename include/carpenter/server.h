@@ -1,4 +1,5 @@
-/* A small HTTP/1.1 server on libuv, for /metrics, /healthz and /readyz.
+/* Module server (internal/server). A small HTTP/1.1 server on libuv, for
+ * /metrics, /healthz and /readyz.
  *
  * Requests are parsed with libhttp-parser (keep-alive and pipelining
  * included) and answered by handlers that run on the loop and must not

@@ -1,5 +1,6 @@
-/* carpenter simulate: what Carpenter would do with a cluster, worked out
- * from a snapshot of its objects without contacting any server.
+/* Module simulate (internal/simulate). carpenter simulate: what Carpenter would
+ * do with a cluster, worked out from a snapshot of its objects without
+ * contacting any server.
  *
  * A snapshot is what `kubectl get pods,nodes,nodepools,nodeclaims,
  * proxmoxnodeclasses,daemonsets,pdb -A -o yaml` (or -o json) prints: a v1

@@ -1,7 +1,7 @@
-/* Spec hashes for drift: a stable 64-bit FNV-1a hash of a canonical JSON
- * form of a spec, written in decimal, and the merge patch that stamps a
- * hash and its version onto an object's annotations. The NodePool template
- * hash is in nodepool.h, the ProxmoxNodeClass hash in nodeclass.h. */
+/* Module api (internal/api). Spec hashes for drift: a stable 64-bit FNV-1a hash
+ * of a canonical JSON form of a spec, written in decimal, and the merge patch
+ * that stamps a hash and its version onto an object's annotations. The NodePool
+ * template hash is in nodepool.h, the ProxmoxNodeClass hash in nodeclass.h. */
 #ifndef CARP_SPECHASH_H
 #define CARP_SPECHASH_H
 

@@ -1,8 +1,8 @@
-/* A store of cached objects of one kind, keyed by "namespace/name" (or
- * "name"), with up to two single-valued secondary indexes such as pods by
- * node name or nodes by provider ID. The store owns one reference to each
- * object it holds. Lookups return borrowed pointers, valid until the store
- * next changes. */
+/* Module informer (internal/informer). A store of cached objects of one kind,
+ * keyed by "namespace/name" (or "name"), with up to two single-valued secondary
+ * indexes such as pods by node name or nodes by provider ID. The store owns one
+ * reference to each object it holds. Lookups return borrowed pointers, valid
+ * until the store next changes. */
 #ifndef CARP_STORE_H
 #define CARP_STORE_H
 

@@ -1,6 +1,7 @@
-/* The node termination controller (Karpenter's node/termination): a Node
- * being deleted that carries the karpenter.sh/termination finalizer is
- * taken down in order, one reconcile at a time per Node:
+/* Module termination (internal/termination). The node termination controller
+ * (Karpenter's node/termination): a Node being deleted that carries the
+ * karpenter.sh/termination finalizer is taken down in order, one reconcile at a
+ * time per Node:
  *
  *   1. its NodeClaim is deleted too, when it is not being deleted already
  *      (deleting a Node deletes its NodeClaim);

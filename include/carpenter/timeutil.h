@@ -1,5 +1,6 @@
-/* Clocks and timestamps. Decisions use monotonic milliseconds; wall-clock
- * time appears only in Kubernetes timestamps (RFC 3339, UTC). */
+/* Module core (internal/core). Clocks and timestamps. Decisions use monotonic
+ * milliseconds; wall-clock time appears only in Kubernetes timestamps (RFC
+ * 3339, UTC). */
 #ifndef CARP_TIMEUTIL_H
 #define CARP_TIMEUTIL_H
 

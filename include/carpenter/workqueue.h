@@ -1,4 +1,5 @@
-/* A work queue with client-go's guarantees, on one libuv loop:
+/* Module workqueue (internal/workqueue). A work queue with client-go's
+ * guarantees, on one libuv loop:
  *  - de-duplication: a key added while queued is queued once;
  *  - at most one reconcile in flight per key: a key added while being
  *    processed is queued again when its reconcile finishes;

@@ -1,7 +1,7 @@
-/* YAML documents (kubeconfig, --pve-config) loaded with libyaml into a
- * small tree whose nodes remember their line and column, so every error
- * can say exactly where the problem is ("pve.yaml:7:12: tokenID: must be a
- * string"). Aliases are resolved to the anchored node. */
+/* Module yaml (internal/yaml). YAML documents (kubeconfig, --pve-config) loaded
+ * with libyaml into a small tree whose nodes remember their line and column, so
+ * every error can say exactly where the problem is ("pve.yaml:7:12: tokenID:
+ * must be a string"). Aliases are resolved to the anchored node. */
 #ifndef CARP_YAML_H
 #define CARP_YAML_H
 

@@ -12,6 +12,7 @@
 #include "carpenter/error.h"
 #include "carpenter/json.h"
 #include "carpenter/log.h"
+#include "carpenter/metrics.h"
 #include "carpenter/nodeclaim.h"
 #include "carpenter/nodepool.h"
 #include "carpenter/timeutil.h"
@@ -134,12 +135,15 @@ static int send_built(struct carp_controller *c, const char *key,
   return rc;
 }
 
-int carp_write_node_taint(struct carp_controller *c, const char *key,
-                          const struct carp_node *node,
-                          const struct carp_taint *taint, int add,
-                          carp_write_cb cb, void *arg)
+int carp_write_node_taint_label(struct carp_controller *c, const char *key,
+                                const struct carp_node *node,
+                                const struct carp_taint *taint, int add,
+                                const char *label_key, const char *label_value,
+                                carp_write_cb cb, void *arg)
 {
   struct carp_kube_ref ref = carp_ref_node(node->meta.name);
+  const char *have =
+      label_key ? carp_kvset_get(node->meta.labels, label_key) : NULL;
   struct carp_buf body;
   struct carp_jw w;
   uint32_t i;
@@ -149,7 +153,7 @@ int carp_write_node_taint(struct carp_controller *c, const char *key,
         !strcmp(node->taints[i].value ? node->taints[i].value : "",
                 taint->value ? taint->value : ""))
       found = 1;
-  if (found == add)
+  if (found == add && (!label_key || (have && !strcmp(have, label_value))))
     return 1;
   /* A merge patch replaces the whole list: it is only right for the
    * version it was computed from. */
@@ -159,6 +163,12 @@ int carp_write_node_taint(struct carp_controller *c, const char *key,
   carp_jw_key(&w, "metadata");
   carp_jw_obj(&w);
   carp_jw_kstr(&w, "resourceVersion", node->meta.resource_version);
+  if (label_key) {
+    carp_jw_key(&w, "labels");
+    carp_jw_obj(&w);
+    carp_jw_kstr(&w, label_key, label_value);
+    carp_jw_obj_end(&w);
+  }
   carp_jw_obj_end(&w);
   carp_jw_key(&w, "spec");
   carp_jw_obj(&w);
@@ -173,6 +183,15 @@ int carp_write_node_taint(struct carp_controller *c, const char *key,
   carp_jw_obj_end(&w);
   carp_jw_obj_end(&w);
   return send_built(c, key, &ref, &w, &body, cb, arg);
+}
+
+int carp_write_node_taint(struct carp_controller *c, const char *key,
+                          const struct carp_node *node,
+                          const struct carp_taint *taint, int add,
+                          carp_write_cb cb, void *arg)
+{
+  return carp_write_node_taint_label(c, key, node, taint, add, NULL, NULL, cb,
+                                     arg);
 }
 
 int carp_write_finalizer(struct carp_controller *c, const char *key,
@@ -359,4 +378,16 @@ struct carp_kube_ref carp_ref_node(const char *name)
 {
   struct carp_kube_ref r = {.version = "v1", .resource = "nodes", .name = name};
   return r;
+}
+
+struct carp_metric *carp_metric_nodeclaims_disrupted(struct carp_metrics *m)
+{
+  if (!m)
+    return NULL;
+  return carp_metrics_counter(
+      m, "karpenter_nodeclaims_disrupted_total",
+      "Number of nodeclaims disrupted in total by Karpenter. Labeled by "
+      "reason the nodeclaim was disrupted and the owning nodepool.",
+      CARP_LABELS("reason", "nodepool", "capacity_type", "consolidation_policy",
+                  "termination_mode"));
 }

@@ -420,12 +420,7 @@ static const double score_buckets[] = {0.1, 0.25, 0.5, 0.75, 1,
 
 static void register_metrics(struct carp_disruption *d, struct carp_metrics *m)
 {
-  d->m_disrupted = carp_metrics_counter(
-      m, "karpenter_nodeclaims_disrupted_total",
-      "Number of nodeclaims disrupted in total by Karpenter. Labeled by "
-      "reason the nodeclaim was disrupted and the owning nodepool.",
-      CARP_LABELS("reason", "nodepool", "capacity_type", "consolidation_policy",
-                  "termination_mode"));
+  d->m_disrupted = carp_metric_nodeclaims_disrupted(m);
   d->m_decisions = carp_metrics_counter(
       m, "karpenter_voluntary_disruption_decisions_total",
       "Number of disruption decisions performed. Labeled by disruption "

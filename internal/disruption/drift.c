@@ -24,7 +24,7 @@
 
 /* The api and scheduling operator enums list the same operators in the
  * same order. */
-static enum carp_sched_op sched_op(enum carp_op op)
+static enum carp_sched_op to_sched_op(enum carp_op op)
 {
   return (enum carp_sched_op)op;
 }
@@ -40,7 +40,7 @@ static int requirements_drifted(const struct carp_nodepool *np,
   for (i = 0; i < np->tmpl.nrequirements; i++) {
     const struct carp_requirement *r = &np->tmpl.requirements[i];
     struct carp_sched_requirement q = {.key = r->key,
-                                       .op = sched_op(r->op),
+                                       .op = to_sched_op(r->op),
                                        .values = r->values,
                                        .nvalues = r->nvalues};
     carp_sched_reqs_add(pool, &q);

@@ -107,12 +107,7 @@ int carp_expiration_new(const struct carp_controller_env *env,
   carp_controller_watch(&e->base, env->cluster->nodeclaims,
                         carp_controller_map_name);
   if (env->metrics)
-    e->m_disrupted = carp_metrics_counter(
-        env->metrics, "karpenter_nodeclaims_disrupted_total",
-        "Number of nodeclaims disrupted in total by Karpenter. Labeled by "
-        "reason the nodeclaim was disrupted and the owning nodepool.",
-        CARP_LABELS("reason", "nodepool", "capacity_type",
-                    "consolidation_policy", "termination_mode"));
+    e->m_disrupted = carp_metric_nodeclaims_disrupted(env->metrics);
   *out = &e->base;
   return 0;
 }

@@ -385,12 +385,7 @@ int carp_gc_new(const struct carp_controller_env *env,
         "Number of VMs deleted because no NodeClaim owned them. Labeled by "
         "region.",
         CARP_LABELS("region"));
-    g->m_disrupted = carp_metrics_counter(
-        env->metrics, "karpenter_nodeclaims_disrupted_total",
-        "Number of nodeclaims disrupted in total by Karpenter. Labeled by "
-        "reason the nodeclaim was disrupted and the owning nodepool.",
-        CARP_LABELS("reason", "nodepool", "capacity_type",
-                    "consolidation_policy", "termination_mode"));
+    g->m_disrupted = carp_metric_nodeclaims_disrupted(env->metrics);
   }
   *out = &g->base;
   return 0;

@@ -192,12 +192,7 @@ static void register_metrics(struct carp_lifecycle *l, struct carp_metrics *m)
       "Number of nodeclaims terminated in total by Karpenter. Labeled by "
       "the owning nodepool.",
       CARP_LABELS("nodepool", "capacity_type", "zone"));
-  l->m_disrupted = carp_metrics_counter(
-      m, "karpenter_nodeclaims_disrupted_total",
-      "Number of nodeclaims disrupted in total by Karpenter. Labeled by "
-      "reason the nodeclaim was disrupted and the owning nodepool.",
-      CARP_LABELS("reason", "nodepool", "capacity_type", "consolidation_policy",
-                  "termination_mode"));
+  l->m_disrupted = carp_metric_nodeclaims_disrupted(m);
   l->m_nodes_created = carp_metrics_counter(
       m, "karpenter_nodes_created_total",
       "Number of nodes created in total by Karpenter. Labeled by owning "

@@ -40,6 +40,40 @@ struct repair {
 
 #define REPAIR(c) carp_container_of(c, struct repair, base)
 
+/* A map entry that owns its key (the map keeps only the pointer). */
+struct entry {
+  char *key;
+  char *uid;       /* deleting: the NodeClaim's UID */
+  int64_t said_ms; /* blocked_said: the last NodeRepairBlocked */
+};
+
+static struct entry *entry_put(struct carp_map *m, const char *key)
+{
+  struct entry *e = CARP_NEW(struct entry);
+  e->key = carp_strdup(key);
+  carp_map_puts(m, e->key, e);
+  return e;
+}
+
+static void entry_free(struct entry *e)
+{
+  if (!e)
+    return;
+  carp_free(e->key);
+  carp_free(e->uid);
+  carp_free(e);
+}
+
+static void entries_free(struct carp_map *m)
+{
+  struct carp_map_iter it;
+  void *v;
+  carp_map_iter_init(&it);
+  while (carp_map_next(m, &it, NULL, NULL, &v))
+    entry_free(v);
+  carp_map_free(m);
+}
+
 static int managed(const struct carp_nodeclaim *nc)
 {
   return nc->spec.node_class_ref.kind &&
@@ -95,17 +129,15 @@ static void blocked(struct repair *r, const struct carp_node *n,
 {
   struct carp_controller *c = &r->base;
   int64_t now = carp_controller_now(c);
-  int64_t *last = carp_map_gets(&r->blocked_said, pool ? pool : "");
+  struct entry *last = carp_map_gets(&r->blocked_said, pool ? pool : "");
   const struct carp_nodepool *np =
       pool ? carp_cluster_nodepool(c->env.cluster, pool) : NULL;
   char msg[256];
-  if (last && now - *last < BLOCKED_EVENT_MS)
+  if (last && now - last->said_ms < BLOCKED_EVENT_MS)
     return;
-  if (!last) {
-    last = CARP_NEW(int64_t);
-    carp_map_puts(&r->blocked_said, pool ? pool : "", last);
-  }
-  *last = now;
+  if (!last)
+    last = entry_put(&r->blocked_said, pool ? pool : "");
+  last->said_ms = now;
   snprintf(msg, sizeof(msg),
            "more than %d%% of the nodes are unhealthy in the %s (%zu of %zu)",
            r->o.max_unhealthy_percent, pool ? "nodepool" : "cluster", bad, all);
@@ -127,7 +159,7 @@ static void blocked(struct repair *r, const struct carp_node *n,
 
 static void forget(struct repair *r, const char *key)
 {
-  carp_free(carp_map_dels(&r->deleting, key));
+  entry_free(carp_map_dels(&r->deleting, key));
 }
 
 static void on_deleted(struct carp_controller *c, const char *key,
@@ -163,7 +195,7 @@ static void delete_claim(struct repair *r, const struct carp_node *n,
                         "Node %s has been Ready=%s for %s: replacing it",
                         n->meta.name, state, since);
   forget(r, key);
-  carp_map_puts(&r->deleting, key, carp_strdup(nc->meta.uid));
+  entry_put(&r->deleting, key)->uid = carp_strdup(nc->meta.uid);
   carp_metric_add(
       r->m_disrupted,
       CARP_VALUES("unhealthy", pool ? pool : "", ct, "", "forceful"), 1);
@@ -221,7 +253,8 @@ static void reconcile(struct carp_controller *c, const char *key)
   const char *pool;
   int64_t since, due;
   size_t bad, all;
-  const char *sent = carp_map_gets(&r->deleting, key);
+  const struct entry *e = carp_map_gets(&r->deleting, key);
+  const char *sent = e ? e->uid : NULL;
   nc = n ? carp_cluster_nodeclaim_of_node(c->env.cluster, n) : NULL;
   if (sent && (!nc || strcmp(sent, nc->meta.uid))) {
     forget(r, key);
@@ -266,16 +299,8 @@ static void activated(struct carp_controller *c)
 static void repair_free(struct carp_controller *c)
 {
   struct repair *r = REPAIR(c);
-  struct carp_map_iter it;
-  void *v;
-  carp_map_iter_init(&it);
-  while (carp_map_next(&r->blocked_said, &it, NULL, NULL, &v))
-    carp_free(v);
-  carp_map_free(&r->blocked_said);
-  carp_map_iter_init(&it);
-  while (carp_map_next(&r->deleting, &it, NULL, NULL, &v))
-    carp_free(v);
-  carp_map_free(&r->deleting);
+  entries_free(&r->blocked_said);
+  entries_free(&r->deleting);
   carp_free(r);
 }
 
@@ -311,12 +336,7 @@ int carp_repair_new(const struct carp_controller_env *env,
     return rc;
   }
   if (env->metrics) {
-    r->m_disrupted = carp_metrics_counter(
-        env->metrics, "karpenter_nodeclaims_disrupted_total",
-        "Number of nodeclaims disrupted in total by Karpenter. Labeled by "
-        "reason the nodeclaim was disrupted and the owning nodepool.",
-        CARP_LABELS("reason", "nodepool", "capacity_type",
-                    "consolidation_policy", "termination_mode"));
+    r->m_disrupted = carp_metric_nodeclaims_disrupted(env->metrics);
     r->m_unhealthy = carp_metrics_counter(
         env->metrics, "karpenter_nodeclaims_unhealthy_disrupted_total",
         "Number of unhealthy nodeclaims disrupted in total by Karpenter. "

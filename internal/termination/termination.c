@@ -237,16 +237,6 @@ static void check_vm(struct carp_termination *t, struct node_mem *m,
 
 /* ---- step 3: taint ---- */
 
-static void put_taint(struct carp_jw *w, const struct carp_taint *t)
-{
-  carp_jw_obj(w);
-  carp_jw_kstr(w, "key", t->key);
-  if (t->value && *t->value)
-    carp_jw_kstr(w, "value", t->value);
-  carp_jw_kstr(w, "effect", carp_taint_effect_name(t->effect));
-  carp_jw_obj_end(w);
-}
-
 static void on_tainted(struct carp_controller *c, const char *key,
                        const struct carp_kube_result *res, void *arg)
 {
@@ -266,41 +256,16 @@ static void on_tainted(struct carp_controller *c, const char *key,
 static void taint(struct carp_termination *t, const struct carp_node *node,
                   const char *key)
 {
-  struct carp_kube_ref ref = {
-      .version = "v1", .resource = "nodes", .name = node->meta.name};
   struct carp_taint disrupted = {.key = CARP_TAINT_DISRUPTED,
                                  .value = "",
                                  .effect = CARP_EFFECT_NO_SCHEDULE};
-  struct carp_buf body;
-  struct carp_jw w;
-  uint32_t i;
-  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
-  carp_jw_init(&w, &body);
-  carp_jw_obj(&w);
-  carp_jw_key(&w, "metadata");
-  carp_jw_obj(&w);
-  carp_jw_kstr(&w, "resourceVersion", node->meta.resource_version);
-  carp_jw_key(&w, "labels");
-  carp_jw_obj(&w);
-  carp_jw_kstr(&w, EXCLUDE_LB_LABEL, "karpenter");
-  carp_jw_obj_end(&w);
-  carp_jw_obj_end(&w);
-  carp_jw_key(&w, "spec");
-  carp_jw_obj(&w);
-  carp_jw_key(&w, "taints");
-  carp_jw_arr(&w);
-  for (i = 0; i < node->ntaints; i++)
-    if (strcmp(node->taints[i].key, CARP_TAINT_DISRUPTED))
-      put_taint(&w, &node->taints[i]);
-  put_taint(&w, &disrupted);
-  carp_jw_arr_end(&w);
-  carp_jw_obj_end(&w);
-  carp_jw_obj_end(&w);
-  if (carp__term_finish_body(t, key, &w, "taint") ||
-      carp_write_patch(&t->base, key, &ref, body.ptr, body.len, on_tainted,
-                       NULL))
+  int rc = carp_write_node_taint_label(&t->base, key, node, &disrupted, 1,
+                                       EXCLUDE_LB_LABEL, "karpenter",
+                                       on_tainted, NULL);
+  if (rc == 1) /* the cache has both already */
+    carp_controller_done(&t->base, key, CARP_RECONCILE_REQUEUE_AFTER, 1);
+  else if (rc)
     carp_controller_done(&t->base, key, CARP_RECONCILE_ERROR, 0);
-  carp_buf_free(&body);
 }
 
 /* ---- step 6: delete the VM ---- */
@@ -398,25 +363,8 @@ static void remove_finalizer(struct carp_termination *t,
                              const struct carp_nodeclaim *nc, const char *key,
                              int skipped_drain)
 {
-  struct carp_kube_ref ref = {
-      .version = "v1", .resource = "nodes", .name = node->meta.name};
-  struct carp_buf body;
-  struct carp_jw w;
-  uint32_t i;
-  carp_buf_init(&body, CARP_KUBE_MAX_BODY);
-  carp_jw_init(&w, &body);
-  carp_jw_obj(&w);
-  carp_jw_key(&w, "metadata");
-  carp_jw_obj(&w);
-  carp_jw_kstr(&w, "resourceVersion", node->meta.resource_version);
-  carp_jw_key(&w, "finalizers");
-  carp_jw_arr(&w);
-  for (i = 0; node->meta.finalizers && i < node->meta.finalizers->n; i++)
-    if (strcmp(node->meta.finalizers->kv[i].key, CARP_FINALIZER_TERMINATION))
-      carp_jw_str(&w, node->meta.finalizers->kv[i].key);
-  carp_jw_arr_end(&w);
-  carp_jw_obj_end(&w);
-  carp_jw_obj_end(&w);
+  struct carp_kube_ref ref = carp_ref_node(node->meta.name);
+  int rc;
   CARP_LOG_INFO("termination", "deleted node",
                 CARP_F_STR("node", node->meta.name),
                 CARP_F_STR("nodeclaim", nc ? nc->meta.name : ""),
@@ -430,11 +378,12 @@ static void remove_finalizer(struct carp_termination *t,
       &t->base, &node->meta, "v1", CARP_EVENT_NORMAL, "Terminated",
       skipped_drain ? "Deleted node: its VM is gone"
                     : "Deleted node: drained and its VM deleted");
-  if (carp__term_finish_body(t, key, &w, "finalizer") ||
-      carp_write_patch(&t->base, key, &ref, body.ptr, body.len,
-                       on_finalizer_removed, NULL))
-    carp_controller_done(&t->base, key, CARP_RECONCILE_ERROR, 0);
-  carp_buf_free(&body);
+  rc = carp_write_finalizer(&t->base, key, &ref, &node->meta,
+                            CARP_FINALIZER_TERMINATION, 0, on_finalizer_removed,
+                            NULL);
+  if (rc) /* 1: already gone from the cache's Node */
+    carp_controller_done(
+        &t->base, key, rc == 1 ? CARP_RECONCILE_DONE : CARP_RECONCILE_ERROR, 0);
 }
 
 /* ---- reconcile ---- */

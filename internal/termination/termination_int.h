@@ -114,10 +114,6 @@ int carp__term_claim_condition(struct carp_termination *t, struct node_mem *m,
                                const struct carp_nodeclaim *nc,
                                const char *type, enum carp_cond_status status,
                                const char *reason, const char *message);
-/* Finishes a body built with w; on failure (a buffer overflow) logs it,
- * raises a WriteFailed event on the Node and returns the error. */
-int carp__term_finish_body(struct carp_termination *t, const char *key,
-                           struct carp_jw *w, const char *what);
 /* The usual ending of a write: requeue on success, back off on a conflict
  * (the cache is re-read) and on errors. */
 void carp__term_after_write(struct carp_termination *t, const char *key,

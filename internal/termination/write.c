@@ -63,17 +63,6 @@ int carp__term_claim_condition(struct carp_termination *t, struct node_mem *m,
   return changed;
 }
 
-int carp__term_finish_body(struct carp_termination *t, const char *key,
-                           struct carp_jw *w, const char *what)
-{
-  const struct carp_node *node = carp_cluster_node(t->base.env.cluster, key);
-  struct carp_event_target tg;
-  if (node)
-    tg = carp_event_target_of(&node->meta, "v1");
-  return carp_recorder_body_finish(w, t->base.env.recorder, node ? &tg : NULL,
-                                   &t->fold, TERM_LOG, key, what);
-}
-
 void carp__term_after_write(struct carp_termination *t, const char *key,
                             const struct carp_kube_result *res)
 {

@@ -1,9 +1,11 @@
 """Carpenter killed with SIGKILL at random moments while it scales a
 deployment up (batching, creating, cloning, registering) and down
-(emptiness decisions, drains, VM deletions), many times in a row: after
-each kill there is no leaked VM (a Carpenter VM without its NodeClaim) and
-no duplicate VM (two VMs for one NodeClaim); at the end every pod is
-scheduled and no empty node is left. CHAOS_RUNS sets the number of kills
+(emptiness decisions, drains, VM deletions), and while drift replaces
+nodes (every fifth run changes the NodePool's template labels), many
+times in a row: after each kill there is no leaked VM (a Carpenter VM
+without its NodeClaim) and no duplicate VM (two VMs for one NodeClaim); at
+the end every pod is scheduled, no empty node is left and every node
+carries the NodePool's last labels. CHAOS_RUNS sets the number of kills
 (default 20; hack/soak.sh runs more); CHAOS_SEED makes a run
 repeatable."""
 import os
@@ -37,8 +39,11 @@ class ChaosTest(unittest.TestCase):
         self.addCleanup(env.stop)
         env.apply(NODECLASS)
         # Empty nodes go a second after their last pod, all at once.
-        env.apply(nodepool(consolidate_after="1s",
-                           budgets=[{"nodes": "100%"}]))
+        def pool(gen):
+            return nodepool(consolidate_after="1s", budgets=[{"nodes": "100%"}],
+                            labels={"chaos-gen": str(gen)})
+        gen = 0
+        env.apply(pool(gen))
         env.apply(deployment("chaos", 0, cpu="500m", memory="512Mi"))
         args = env.carpenter_args("--leader-elect=false",
                                   "--batch-idle-duration=300ms",
@@ -54,6 +59,9 @@ class ChaosTest(unittest.TestCase):
                 downs += 1
             else:
                 replicas += rnd.choice([1, 2, 3, 4])
+            if run % 5 == 4:
+                gen += 1
+                env.apply(pool(gen))
             c = Carpenter(*args, log=log)
             env.kubectl("scale", "deployment", "chaos",
                         "--replicas=%d" % replicas)
@@ -85,6 +93,19 @@ class ChaosTest(unittest.TestCase):
         except AssertionError:
             print(empty_nodes(), "logs in", env.workdir)
             raise
+        # Drift replaced every node of an older template.
+        def drifted():
+            return [nc["metadata"]["name"] for nc in nodeclaims(env)
+                    if nc["metadata"].get("labels", {}).get("chaos-gen") !=
+                    str(gen)]
+        try:
+            wait_until(lambda: not drifted(), 180,
+                       what="every node of generation %d" % gen)
+            wait_until(lambda: scheduled(env, "chaos", replicas), 60,
+                       what="%d pods scheduled after drift" % replicas)
+        except AssertionError:
+            print(drifted(), "logs in", env.workdir)
+            raise
         # Quiet now: every VM has its NodeClaim, none has two.
         time.sleep(2)
         vms = check_vm_invariants(self, env)
@@ -94,8 +115,8 @@ class ChaosTest(unittest.TestCase):
             self.assertEqual(
                 {x["type"]: x["status"] for x in nc["status"]["conditions"]
                  }.get("Ready"), "True", nc["metadata"]["name"])
-        print("%d kills (%d while scaling down), %d pods, %d VMs" %
-              (kills, downs, replicas, len(vms)))
+        print("%d kills (%d while scaling down), %d pods, %d VMs, %d "
+              "template changes" % (kills, downs, replicas, len(vms), gen))
 
 
 if __name__ == "__main__":

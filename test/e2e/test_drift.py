@@ -126,12 +126,18 @@ class DriftTest(E2ETest):
         self.assertEqual(reason, "TemplateDrifted")
         wait_until(lambda: not self.exists("nodeclaims", name), 120,
                    what="the drifted node replaced")
+        # Whatever is on that host was cloned from the new template once
+        # drift is through (the other node may have been there too: it
+        # drifts as well and is replaced in its turn).
+        def old_image_on_host():
+            return [c["metadata"]["name"] for c in self.live_claims("img")
+                    if c["metadata"].get("labels", {}).get(
+                        "topology.kubernetes.io/zone") == host and
+                    c.get("status", {}).get("imageID") !=
+                    "%s/%d" % (region, newid)]
+        wait_until(lambda: not old_image_on_host(), 180,
+                   what="no node on %s from the old template" % host)
         self.wait_running("img", 2, timeout=60)
-        # Whatever is on that host now was cloned from the new template.
-        for c in self.live_claims("img"):
-            if c["metadata"]["labels"]["topology.kubernetes.io/zone"] == host:
-                self.assertEqual(c["status"].get("imageID"),
-                                 "%s/%d" % (region, newid))
         for other in others:
             self.assertIsNotNone(self.exists("nodeclaims", other))
             self.assertIsNone(self.drifted(other))

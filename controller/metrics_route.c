@@ -1,9 +1,11 @@
-/* handler.c: serves a metrics registry on /metrics in the
- * Prometheus text format. */
+/* metrics_route.c: serves a metrics registry on /metrics in the
+ * Prometheus text format. Wiring, not the metrics module's: the registry
+ * knows nothing of HTTP, the server nothing of metrics. */
 #include "carpenter/error.h"
 #include "carpenter/log.h"
 #include "carpenter/metrics.h"
 #include "carpenter/server.h"
+#include "metrics_route.h"
 
 static void handle_metrics(const struct carp_server_request *req,
                            struct carp_server_response *resp, void *arg)
