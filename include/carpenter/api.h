@@ -162,6 +162,48 @@ extern const struct carp_kind carp_kind_pvc;
  * interned podspec. */
 int carp_podspec_decode(yajl_val spec, const char *path,
                         const struct carp_podspec **out, char **err);
+
+/* A pod spec from parser events (include/carpenter/jdec.h). What the
+ * scheduler reads of it is copied, as it passes, into the canonical text
+ * the spec is interned by, and decoded only when no pod had that spec
+ * before; the pod's own fields are kept on the way. A handler gives the
+ * spec's value (an object) to carp_podspec_dec_value; once it has ended,
+ * carp_podspec_dec_finish interns it (errors name fields under path). */
+#define CARP_PODSPEC_COPIES 10
+struct carp_podspec_dec {
+  struct carp_buf part;  /* the values copied */
+  struct carp_buf canon; /* the canonical text, made by finish */
+  struct carp_jcopy copy[CARP_PODSPEC_COPIES]; /* overhead...gates */
+  struct carp_buf list[2]; /* containers, initContainers, canonical */
+  int has_list[2];
+  struct carp_podspec_dec_list {
+    struct carp_podspec_dec *sd;
+    int which;
+  } lists[2];
+  struct carp_jcopy ccopy[3]; /* the container at hand's requests, ports,
+                                 restartPolicy */
+  int deep;                   /* nested deeper than can be copied */
+  int has_pvc;
+  /* The pod's own fields. */
+  struct carp_buf node_name;
+  int has_node_name;
+  struct carp_buf claims; /* the claim names, each NUL-terminated */
+  uint32_t nclaims;
+};
+void carp_podspec_dec_init(struct carp_podspec_dec *sd);
+void carp_podspec_dec_free(struct carp_podspec_dec *sd);
+void carp_podspec_dec_reset(struct carp_podspec_dec *sd);
+int carp_podspec_dec_value(struct carp_jdec *d, struct carp_podspec_dec *sd,
+                           const struct carp_jval *v);
+int carp_podspec_dec_finish(struct carp_podspec_dec *sd, const char *path,
+                            const struct carp_podspec **out, char **err);
+/* spec.nodeName (NULL when not a string); the names of
+ * spec.volumes[].persistentVolumeClaim.claimName, nclaims of them one
+ * after the other, each NUL-terminated; whether spec.schedulingGates has
+ * any. Valid until the next reset. */
+const char *carp_podspec_dec_node_name(const struct carp_podspec_dec *sd);
+const char *carp_podspec_dec_claims(const struct carp_podspec_dec *sd);
+int carp_podspec_dec_gated(const struct carp_podspec_dec *sd);
 const struct carp_podspec *carp_podspec_ref(const struct carp_podspec *s);
 void carp_podspec_release(const struct carp_podspec *s);
 size_t carp_podspec_count(void);

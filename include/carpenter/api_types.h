@@ -91,6 +91,19 @@ struct carp_toleration {
  * (free with carp_free) and returns CARP_EPARSE. */
 int carp_resources_decode(yajl_val list, const char *path,
                           struct carp_resources *out, char **err);
+/* The same from parser events (include/carpenter/jdec.h): a handler hands
+ * the value to carp_resources_dec_value, and once it has ended
+ * carp_resources_dec_finish gives what carp_resources_decode would. */
+struct carp_resources_dec {
+  const char *path; /* borrowed */
+  struct carp_resources r;
+  char *err; /* the first problem */
+};
+void carp_resources_dec_begin(struct carp_resources_dec *rd, const char *path);
+int carp_resources_dec_value(struct carp_jdec *d, struct carp_resources_dec *rd,
+                             const struct carp_jval *v);
+int carp_resources_dec_finish(struct carp_resources_dec *rd,
+                              struct carp_resources *out, char **err);
 void carp_resources_cleanup(struct carp_resources *r);
 void carp_resources_add(struct carp_resources *sum,
                         const struct carp_resources *r);
@@ -128,6 +141,29 @@ int carp_taint_effect_parse(const char *s, enum carp_taint_effect *e);
 const char *carp_taint_effect_name(enum carp_taint_effect e);
 int carp_taints_decode(yajl_val arr, const char *path, struct carp_taint **out,
                        uint32_t *n, char **err);
+/* Taints from parser events, as carp_resources_dec. */
+struct carp_taints_dec {
+  const char *path;     /* borrowed */
+  struct carp_buf strs; /* the strings of the taints, NUL-terminated */
+  struct carp_taints_dec_item {
+    size_t key, value; /* in strs; value (size_t)-1 when unset */
+    enum carp_taint_effect effect;
+  } * items;
+  uint32_t n, cap;
+  char *err;
+  size_t cur[2]; /* the taint being read: key, value in strs */
+  unsigned cur_have;
+  enum carp_taint_effect cur_effect;
+  int cur_effect_ok;
+  size_t cur_index;
+};
+void carp_taints_dec_init(struct carp_taints_dec *td);
+void carp_taints_dec_free(struct carp_taints_dec *td);
+void carp_taints_dec_begin(struct carp_taints_dec *td, const char *path);
+int carp_taints_dec_value(struct carp_jdec *d, struct carp_taints_dec *td,
+                          const struct carp_jval *v);
+int carp_taints_dec_finish(struct carp_taints_dec *td, struct carp_taint **out,
+                           uint32_t *n, char **err);
 void carp_taints_free(struct carp_taint *t, uint32_t n);
 int carp_tolerations_decode(yajl_val arr, const char *path,
                             struct carp_toleration **out, uint32_t *n,

@@ -32,9 +32,11 @@ struct carp_informer_handlers {
   /* The first complete list is in the store. */
   void (*on_synced)(void *arg);
   /* An object that cannot be decoded (it stays out of the store; the
-   * informer logs it): obj is its JSON, problem what is wrong. */
-  void (*on_decode_error)(const struct carp_kind *kind, yajl_val obj,
-                          const char *problem, void *arg);
+   * informer logs it): id is who its JSON says it is, problem what is
+   * wrong. */
+  void (*on_decode_error)(const struct carp_kind *kind,
+                          const struct carp_obj_id *id, const char *problem,
+                          void *arg);
   void *arg;
 };
 

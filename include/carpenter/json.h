@@ -37,6 +37,9 @@ yajl_val carp_json_arr(yajl_val v, ...);
 /* Integer at path, from a JSON integer or a numeric string. Returns 0, or
  * CARP_ENOENT when absent, CARP_EPARSE when not an integer. */
 int carp_json_int(yajl_val v, int64_t *out, ...);
+/* A whole decimal integer (as strtoll reads it, all of s), or CARP_EPARSE:
+ * what carp_json_int accepts as the text of a number or a string. */
+int carp_json_int_text(const char *s, int64_t *out);
 /* Number (integer or not) at path, also from a numeric string. */
 int carp_json_double(yajl_val v, double *out, ...);
 /* Boolean at path: true/false, or 0/1 (Proxmox). */
@@ -44,23 +47,6 @@ int carp_json_bool(yajl_val v, int *out, ...);
 
 size_t carp_json_len(yajl_val arr_or_obj);
 yajl_val carp_json_at(yajl_val arr, size_t i);
-
-/* The top level of a document without parsing it (split.c): the members
- * of an object (key as written, without quotes, escapes not decoded) or
- * the elements of an array, each as the exact text of its value. A
- * callback returning non-zero stops the walk and that value is returned;
- * text that is not an object (array) or does not end where it should gives
- * CARP_EPARSE. Values are only delimited, not validated: parse the ones
- * used. */
-typedef int (*carp_json_member_cb)(const char *key, size_t key_len,
-                                   const char *value, size_t value_len,
-                                   void *arg);
-typedef int (*carp_json_element_cb)(const char *value, size_t value_len,
-                                    void *arg);
-int carp_json_each_member(const char *text, size_t len, carp_json_member_cb cb,
-                          void *arg);
-int carp_json_each_element(const char *text, size_t len,
-                           carp_json_element_cb cb, void *arg);
 
 /* A JSON writer. Errors are sticky: check carp_jw_finish() once. */
 struct carp_jw {

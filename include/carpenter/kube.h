@@ -155,16 +155,16 @@ int carp_kube_evict(struct carp_kube *k, const char *namespace,
                     const char *name, const char *uid, carp_kube_cb cb,
                     void *arg);
 
-/* A watch: one event per object in the stream. type is "ADDED",
- * "MODIFIED", "DELETED", "BOOKMARK" or "ERROR"; object is the event's
- * object (a metav1.Status for ERROR). A negative return from on_event
- * stops the watch with that code. on_done runs once when the stream ends:
- * err 0 for a clean end (timeout), else the error. */
-typedef int (*carp_kube_event_cb)(const char *type, yajl_val object, void *arg);
+/* A watch: the stream's events ({"type":...,"object":...}), each handed to
+ * on_frame as the text of one JSON object as soon as it is complete (the
+ * caller decodes it: the informer straight into its cache). A negative
+ * return from on_frame stops the watch with that code. on_done runs once
+ * when the stream ends: err 0 for a clean end (timeout), else the error. */
+typedef int (*carp_kube_frame_cb)(const char *json, size_t len, void *arg);
 typedef void (*carp_kube_watch_done_cb)(int err, const char *message,
                                         void *arg);
 int carp_kube_watch(struct carp_kube *k, const char *path, const char *query,
-                    carp_kube_event_cb on_event,
+                    carp_kube_frame_cb on_frame,
                     carp_kube_watch_done_cb on_done, void *arg,
                     struct carp_kube_op **op);
 

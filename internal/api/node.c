@@ -25,44 +25,216 @@ static void node_free(struct carp_objmeta *m)
   carp_free(n);
 }
 
-static int node_decode(yajl_val obj, struct carp_objmeta **out, char **err)
-{
-  struct carp_node *n = CARP_NEW(struct carp_node);
-  yajl_val spec = carp_json_obj(obj, "spec", NULL);
-  yajl_val status = carp_json_obj(obj, "status", NULL);
-  yajl_val conds = carp_json_arr(status, "conditions", NULL);
-  const char *pid = carp_json_str(spec, "providerID", NULL);
-  size_t i;
+/* ---- decoding from parser events ---- */
 
-  if (carp_objmeta_decode(obj, keep_annotation, &n->meta, err)) {
+struct node_dec {
+  struct carp_objmeta_dec meta;
+  struct carp_taints_dec taints;
+  struct carp_resources_dec capacity, allocatable;
+  struct carp_buf provider_id;
+  int has_provider_id;
+  int unschedulable;
+  struct carp_node_condition ready;
+  int c_ready, c_status; /* the condition being read: see on_condition */
+  int64_t c_transition, c_heartbeat;
+};
+
+enum { N_METADATA = 0, N_SPEC, N_STATUS };
+static const char *const node_keys[] = {"metadata", "spec", "status", NULL};
+enum { SP_PROVIDER_ID = 0, SP_UNSCHEDULABLE, SP_TAINTS };
+static const char *const spec_keys[] = {"providerID", "unschedulable", "taints",
+                                        NULL};
+enum { ST_CAPACITY = 0, ST_ALLOCATABLE, ST_CONDITIONS };
+static const char *const status_keys[] = {"capacity", "allocatable",
+                                          "conditions", NULL};
+enum { CD_TYPE = 0, CD_STATUS, CD_TRANSITION, CD_HEARTBEAT };
+static const char *const condition_keys[] = {
+    "type", "status", "lastTransitionTime", "lastHeartbeatTime", NULL};
+
+/* c_ready: the type is Ready; c_status: 0 absent, 1 True, 0 False, -1
+ * else (+2 so that 0 means absent). */
+static int on_condition(struct carp_jdec *d, void *ctx,
+                        const struct carp_jval *v)
+{
+  struct node_dec *nd = ctx;
+  switch (v->type == CARP_JEND ? -1 : carp_jdec_field(d)) {
+  case -1:
+    if (v->type == CARP_JEND && nd->c_ready && nd->c_status) {
+      nd->ready.status = nd->c_status - 2;
+      nd->ready.transition_ms = nd->c_transition;
+      nd->ready.heartbeat_ms = nd->c_heartbeat;
+    }
+    break;
+  case CD_TYPE:
+    nd->c_ready = v->type == CARP_JSTRING && !strcmp(v->s, "Ready");
+    break;
+  case CD_STATUS:
+    if (v->type == CARP_JSTRING)
+      nd->c_status = !strcmp(v->s, "True") ? 3 : !strcmp(v->s, "False") ? 2 : 1;
+    break;
+  case CD_TRANSITION:
+    carp_jval_time(v, &nd->c_transition);
+    break;
+  case CD_HEARTBEAT:
+    carp_jval_time(v, &nd->c_heartbeat);
+    break;
+  default:
+    break;
+  }
+  return 0;
+}
+
+static int on_conditions(struct carp_jdec *d, void *ctx,
+                         const struct carp_jval *v)
+{
+  struct node_dec *nd = ctx;
+  if (v->type != CARP_JOBJECT)
+    return 0;
+  nd->c_ready = nd->c_status = 0;
+  nd->c_transition = nd->c_heartbeat = 0;
+  carp_jdec_enter(d, on_condition, nd, condition_keys);
+  return 0;
+}
+
+static int on_status(struct carp_jdec *d, void *ctx, const struct carp_jval *v)
+{
+  struct node_dec *nd = ctx;
+  switch (v->type == CARP_JEND ? -1 : carp_jdec_field(d)) {
+  case ST_CAPACITY:
+    return carp_resources_dec_value(d, &nd->capacity, v);
+  case ST_ALLOCATABLE:
+    return carp_resources_dec_value(d, &nd->allocatable, v);
+  case ST_CONDITIONS:
+    if (v->type == CARP_JARRAY)
+      carp_jdec_enter(d, on_conditions, nd, NULL);
+    return 0;
+  default:
+    return 0;
+  }
+}
+
+static int on_spec(struct carp_jdec *d, void *ctx, const struct carp_jval *v)
+{
+  struct node_dec *nd = ctx;
+  switch (v->type == CARP_JEND ? -1 : carp_jdec_field(d)) {
+  case SP_PROVIDER_ID:
+    if (v->type == CARP_JSTRING && v->len) {
+      carp_buf_append(&nd->provider_id, v->s, v->len);
+      nd->has_provider_id = 1;
+    }
+    return 0;
+  case SP_UNSCHEDULABLE:
+    carp_jval_bool(v, &nd->unschedulable); /* else left 0 */
+    return 0;
+  case SP_TAINTS:
+    return carp_taints_dec_value(d, &nd->taints, v);
+  default:
+    return 0;
+  }
+}
+
+static int on_node(struct carp_jdec *d, void *ctx, const struct carp_jval *v)
+{
+  struct node_dec *nd = ctx;
+  switch (v->type == CARP_JEND ? -1 : carp_jdec_field(d)) {
+  case N_METADATA:
+    return carp_objmeta_dec_value(d, &nd->meta, v);
+  case N_SPEC:
+    if (v->type == CARP_JOBJECT)
+      carp_jdec_enter(d, on_spec, nd, spec_keys);
+    return 0;
+  case N_STATUS:
+    if (v->type == CARP_JOBJECT)
+      carp_jdec_enter(d, on_status, nd, status_keys);
+    return 0;
+  default:
+    return 0;
+  }
+}
+
+static void *node_dec_new(void)
+{
+  struct node_dec *nd = CARP_NEW(struct node_dec);
+  carp_objmeta_dec_init(&nd->meta, keep_annotation);
+  carp_taints_dec_init(&nd->taints);
+  carp_buf_init(&nd->provider_id, CARP_BUF_UNLIMITED);
+  return nd;
+}
+
+/* What the last object left in the resource decoders (a decode that did
+ * not finish, or stopped at an earlier error) is released. */
+static void node_dec_drop(struct node_dec *nd)
+{
+  struct carp_resources r;
+  carp_resources_dec_finish(&nd->capacity, &r, NULL);
+  carp_resources_cleanup(&r);
+  carp_resources_dec_finish(&nd->allocatable, &r, NULL);
+  carp_resources_cleanup(&r);
+}
+
+static void node_dec_free(void *state)
+{
+  struct node_dec *nd = state;
+  node_dec_drop(nd);
+  carp_objmeta_dec_free(&nd->meta);
+  carp_taints_dec_free(&nd->taints);
+  carp_buf_free(&nd->provider_id);
+  carp_free(nd);
+}
+
+static void node_dec_begin(void *state)
+{
+  struct node_dec *nd = state;
+  node_dec_drop(nd);
+  carp_objmeta_dec_reset(&nd->meta);
+  carp_taints_dec_begin(&nd->taints, "spec.taints");
+  carp_resources_dec_begin(&nd->capacity, "status.capacity");
+  carp_resources_dec_begin(&nd->allocatable, "status.allocatable");
+  carp_buf_reset(&nd->provider_id);
+  nd->has_provider_id = 0;
+  nd->unschedulable = 0;
+  nd->ready.status = -1;
+  nd->ready.transition_ms = nd->ready.heartbeat_ms = 0;
+}
+
+static int node_dec_finish(void *state, struct carp_objmeta **out, char **err)
+{
+  struct node_dec *nd = state;
+  struct carp_node *n = CARP_NEW(struct carp_node);
+
+  if (carp_objmeta_dec_finish(&nd->meta, &n->meta, err)) {
+    node_dec_drop(nd);
     carp_free(n);
     return CARP_EPARSE;
   }
   n->meta.kind = &carp_kind_node;
-  n->ready.status = -1;
-  if (carp_taints_decode(carp_json_get(spec, "taints", NULL), "spec.taints",
-                         &n->taints, &n->ntaints, err) ||
-      carp_resources_decode(carp_json_get(status, "capacity", NULL),
-                            "status.capacity", &n->capacity, err) ||
-      carp_resources_decode(carp_json_get(status, "allocatable", NULL),
-                            "status.allocatable", &n->allocatable, err)) {
+  if (carp_taints_dec_finish(&nd->taints, &n->taints, &n->ntaints, err) ||
+      carp_resources_dec_finish(&nd->capacity, &n->capacity, err) ||
+      carp_resources_dec_finish(&nd->allocatable, &n->allocatable, err)) {
+    node_dec_drop(nd);
     node_free(&n->meta);
     return CARP_EPARSE;
   }
-  n->provider_id = pid && *pid ? carp_strdup(pid) : NULL;
-  carp_json_bool(spec, &n->unschedulable, "unschedulable", NULL);
-  for (i = 0; conds && i < conds->u.array.len; i++) {
-    yajl_val c = conds->u.array.values[i];
-    const char *type = carp_json_str(c, "type", NULL);
-    const char *st = carp_json_str(c, "status", NULL);
-    if (!type || strcmp(type, "Ready") || !st)
-      continue;
-    n->ready.status = !strcmp(st, "True") ? 1 : !strcmp(st, "False") ? 0 : -1;
-    carp_json_time(c, &n->ready.transition_ms, "lastTransitionTime");
-    carp_json_time(c, &n->ready.heartbeat_ms, "lastHeartbeatTime");
-  }
+  n->provider_id =
+      nd->has_provider_id ? carp_strdup(carp_buf_cstr(&nd->provider_id)) : NULL;
+  n->unschedulable = nd->unschedulable;
+  n->ready = nd->ready;
   *out = &n->meta;
   return 0;
+}
+
+static const struct carp_kind_stream node_stream = {
+    .keys = node_keys,
+    .state_new = node_dec_new,
+    .state_free = node_dec_free,
+    .begin = node_dec_begin,
+    .member = on_node,
+    .finish = node_dec_finish,
+};
+
+static int node_decode(yajl_val obj, struct carp_objmeta **out, char **err)
+{
+  return carp_kind_decode_tree(&carp_kind_node, obj, out, err);
 }
 
 const struct carp_kind carp_kind_node = {
@@ -73,4 +245,5 @@ const struct carp_kind carp_kind_node = {
     .namespaced = 0,
     .decode = node_decode,
     .free = node_free,
+    .stream = &node_stream,
 };

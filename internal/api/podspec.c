@@ -3,9 +3,11 @@
  *
  * The intern key is a canonical JSON rendering of exactly the fields the
  * scheduler reads (requests, ports, selectors, affinity, tolerations,
- * spreads, priority...). The API server writes the pods of one template
- * identically, so a ReplicaSet's pods find the same key and share one
- * struct; decoding happens only on a miss.
+ * spreads, priority...), copied from the parser's events as the spec
+ * passes (the rest of it is skipped). The API server writes the pods of
+ * one template identically, so a ReplicaSet's pods find the same key and
+ * share one struct; only on a miss is the key parsed and decoded, and as
+ * it has the spec's own shape, errors name the spec's own fields.
  *
  * Effective requests follow Kubernetes (1.29+ sidecars included): the
  * larger of the containers' sum plus restartable init containers, and the
@@ -22,65 +24,6 @@
 #include "carpenter/map.h"
 
 static struct carp_map specs;
-
-static void put_member(struct carp_jw *w, const char *key, yajl_val v)
-{
-  if (!v)
-    return;
-  carp_jw_key(w, key);
-  carp_jw_value(w, v);
-}
-
-/* The canonical key. */
-static void canon_of(yajl_val spec, struct carp_buf *out)
-{
-  static const char *const fields[] = {
-      "overhead",
-      "nodeSelector",
-      "affinity",
-      "tolerations",
-      "topologySpreadConstraints",
-      "priority",
-      "priorityClassName",
-      "schedulerName",
-      "terminationGracePeriodSeconds",
-      "schedulingGates",
-  };
-  static const char *const lists[] = {"containers", "initContainers"};
-  struct carp_jw w;
-  size_t i, l;
-  yajl_val vols;
-  carp_jw_init(&w, out);
-  carp_jw_obj(&w);
-  for (l = 0; l < 2; l++) {
-    yajl_val arr = carp_json_arr(spec, lists[l], NULL);
-    if (!arr)
-      continue;
-    carp_jw_key(&w, lists[l]);
-    carp_jw_arr(&w);
-    for (i = 0; i < arr->u.array.len; i++) {
-      yajl_val c = arr->u.array.values[i];
-      carp_jw_obj(&w);
-      put_member(&w, "r", carp_json_get(c, "resources", "requests", NULL));
-      put_member(&w, "p", carp_json_get(c, "ports", NULL));
-      put_member(&w, "rp", carp_json_get(c, "restartPolicy", NULL));
-      carp_jw_obj_end(&w);
-    }
-    carp_jw_arr_end(&w);
-  }
-  for (i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-    put_member(&w, fields[i], carp_json_get(spec, fields[i], NULL));
-  /* Only whether a PVC is used matters, not which one. */
-  vols = carp_json_arr(spec, "volumes", NULL);
-  for (i = 0; vols && i < vols->u.array.len; i++) {
-    if (carp_json_get(vols->u.array.values[i], "persistentVolumeClaim", NULL)) {
-      carp_jw_kbool(&w, "pvc", 1);
-      break;
-    }
-  }
-  carp_jw_obj_end(&w);
-  carp_jw_finish(&w);
-}
 
 static void affinity_terms_free(struct carp_pod_affinity_term *t, uint32_t n)
 {
@@ -465,34 +408,345 @@ static int decode_spec(yajl_val spec, const char *path, struct carp_podspec *s,
   return 0;
 }
 
-int carp_podspec_decode(yajl_val spec, const char *path,
-                        const struct carp_podspec **out, char **err)
-{
-  struct carp_buf canon;
-  struct carp_podspec *s;
+/* ---- the canonical text, from parser events ---- */
 
-  if (!YAJL_IS_OBJECT(spec))
-    return carp_api_error(err, path, "must be an object");
-  carp_buf_init(&canon, CARP_BUF_UNLIMITED);
-  canon_of(spec, &canon);
-  s = carp_map_get(&specs, carp_buf_cstr(&canon), canon.len);
+/* The spec's members: what is copied into the key (containers' requests,
+ * ports and restartPolicy, then the members from overhead to
+ * schedulingGates as they are, then whether a volume is a claim), and
+ * what the pod keeps. */
+enum {
+  S_CONTAINERS = 0,
+  S_INIT_CONTAINERS,
+  S_COPIED, /* the first of CARP_PODSPEC_COPIES copied whole */
+  S_GATES = S_COPIED + CARP_PODSPEC_COPIES - 1,
+  S_VOLUMES,
+  S_NODE_NAME,
+};
+
+static const char *const spec_keys[] = {
+    "containers",
+    "initContainers",
+    "overhead",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "topologySpreadConstraints",
+    "priority",
+    "priorityClassName",
+    "schedulerName",
+    "terminationGracePeriodSeconds",
+    "schedulingGates",
+    "volumes",
+    "nodeName",
+    NULL,
+};
+
+/* A container's members, and what is copied of each: resources.requests,
+ * ports, restartPolicy. */
+enum { C_RESOURCES = 0, C_PORTS, C_RESTART };
+
+static const char *const container_keys[] = {"resources", "ports",
+                                             "restartPolicy", NULL};
+static const char *const resources_keys[] = {"requests", NULL};
+
+void carp_podspec_dec_init(struct carp_podspec_dec *sd)
+{
+  int i;
+  memset(sd, 0, sizeof(*sd));
+  carp_buf_init(&sd->part, CARP_BUF_UNLIMITED);
+  carp_buf_init(&sd->canon, CARP_BUF_UNLIMITED);
+  for (i = 0; i < 2; i++) {
+    carp_buf_init(&sd->list[i], CARP_BUF_UNLIMITED);
+    sd->lists[i].sd = sd;
+    sd->lists[i].which = i;
+  }
+  for (i = 0; i < CARP_PODSPEC_COPIES; i++)
+    sd->copy[i].out = &sd->part;
+  for (i = 0; i < 3; i++)
+    sd->ccopy[i].out = &sd->part;
+  carp_buf_init(&sd->node_name, CARP_BUF_UNLIMITED);
+  carp_buf_init(&sd->claims, CARP_BUF_UNLIMITED);
+}
+
+void carp_podspec_dec_free(struct carp_podspec_dec *sd)
+{
+  carp_buf_free(&sd->part);
+  carp_buf_free(&sd->canon);
+  carp_buf_free(&sd->list[0]);
+  carp_buf_free(&sd->list[1]);
+  carp_buf_free(&sd->node_name);
+  carp_buf_free(&sd->claims);
+}
+
+void carp_podspec_dec_reset(struct carp_podspec_dec *sd)
+{
+  int i;
+  carp_buf_reset(&sd->part);
+  for (i = 0; i < CARP_PODSPEC_COPIES; i++)
+    sd->copy[i].done = 0;
+  for (i = 0; i < 2; i++) {
+    carp_buf_reset(&sd->list[i]);
+    sd->has_list[i] = 0;
+  }
+  sd->deep = 0;
+  sd->has_pvc = 0;
+  carp_buf_reset(&sd->node_name);
+  sd->has_node_name = 0;
+  carp_buf_reset(&sd->claims);
+  sd->nclaims = 0;
+}
+
+static int enter(struct carp_jdec *d, struct carp_podspec_dec *sd,
+                 carp_jdec_fn fn, void *ctx, const char *const *keys)
+{
+  if (carp_jdec_enter(d, fn, ctx, keys))
+    sd->deep = 1;
+  return 0;
+}
+
+static int on_resources(struct carp_jdec *d, void *ctx,
+                        const struct carp_jval *v)
+{
+  struct carp_podspec_dec_list *l = ctx;
+  if (v->type != CARP_JEND && carp_jdec_field(d) == 0)
+    carp_jdec_copy(d, v, &l->sd->ccopy[C_RESOURCES]);
+  return 0;
+}
+
+/* A copied member of the container at hand, into its canonical form. */
+static void put_copied(struct carp_podspec_dec *sd, struct carp_buf *out, int i,
+                       const char *open, const char *close, int *n)
+{
+  const struct carp_jcopy *c = &sd->ccopy[i];
+  if (!c->done)
+    return;
+  if ((*n)++)
+    carp_buf_putc(out, ',');
+  carp_buf_puts(out, open);
+  carp_buf_append(out, sd->part.ptr + c->start, c->len);
+  carp_buf_puts(out, close);
+}
+
+static int on_container(struct carp_jdec *d, void *ctx,
+                        const struct carp_jval *v)
+{
+  struct carp_podspec_dec_list *l = ctx;
+  struct carp_podspec_dec *sd = l->sd;
+  struct carp_buf *out = &sd->list[l->which];
+  int f = carp_jdec_field(d), n = 0;
+  if (v->type == CARP_JEND) {
+    carp_buf_putc(out, '{');
+    put_copied(sd, out, C_RESOURCES, "\"resources\":{\"requests\":", "}", &n);
+    put_copied(sd, out, C_PORTS, "\"ports\":", "", &n);
+    put_copied(sd, out, C_RESTART, "\"restartPolicy\":", "", &n);
+    carp_buf_putc(out, '}');
+  } else if (f == C_RESOURCES) {
+    if (v->type == CARP_JOBJECT)
+      return enter(d, sd, on_resources, l, resources_keys);
+  } else if (f >= 0) {
+    carp_jdec_copy(d, v, &sd->ccopy[f]);
+  }
+  return 0;
+}
+
+static int on_container_list(struct carp_jdec *d, void *ctx,
+                             const struct carp_jval *v)
+{
+  struct carp_podspec_dec_list *l = ctx;
+  struct carp_podspec_dec *sd = l->sd;
+  int i;
+  if (v->type == CARP_JEND)
+    return 0;
+  if (carp_jdec_index(d) > 0)
+    carp_buf_putc(&sd->list[l->which], ',');
+  if (v->type != CARP_JOBJECT) {
+    /* Nothing the scheduler reads. */
+    carp_buf_puts(&sd->list[l->which], "{}");
+    return 0;
+  }
+  for (i = 0; i < 3; i++)
+    sd->ccopy[i].done = 0;
+  return enter(d, sd, on_container, l, container_keys);
+}
+
+static int on_claim(struct carp_jdec *d, void *ctx, const struct carp_jval *v)
+{
+  struct carp_podspec_dec *sd = ctx;
+  if (v->type == CARP_JSTRING && carp_jdec_field(d) == 0 && v->len) {
+    carp_buf_append(&sd->claims, v->s, v->len + 1);
+    sd->nclaims++;
+  }
+  return 0;
+}
+
+static int on_volume(struct carp_jdec *d, void *ctx, const struct carp_jval *v)
+{
+  static const char *const claim_keys[] = {"claimName", NULL};
+  struct carp_podspec_dec *sd = ctx;
+  if (v->type == CARP_JEND || carp_jdec_field(d) != 0)
+    return 0;
+  /* A persistentVolumeClaim member, whatever it holds, makes the pod one
+   * that uses a claim (as a tree lookup finds it). */
+  sd->has_pvc = 1;
+  if (v->type == CARP_JOBJECT)
+    return enter(d, sd, on_claim, sd, claim_keys);
+  return 0;
+}
+
+static int on_volume_list(struct carp_jdec *d, void *ctx,
+                          const struct carp_jval *v)
+{
+  static const char *const volume_keys[] = {"persistentVolumeClaim", NULL};
+  if (v->type == CARP_JOBJECT)
+    return enter(d, ctx, on_volume, ctx, volume_keys);
+  return 0;
+}
+
+static int on_spec(struct carp_jdec *d, void *ctx, const struct carp_jval *v)
+{
+  struct carp_podspec_dec *sd = ctx;
+  int f = carp_jdec_field(d);
+  if (v->type == CARP_JEND || f < 0)
+    return 0;
+  switch (f) {
+  case S_CONTAINERS:
+  case S_INIT_CONTAINERS:
+    if (v->type != CARP_JARRAY)
+      return 0;
+    sd->has_list[f] = 1;
+    return enter(d, sd, on_container_list, &sd->lists[f], NULL);
+  case S_VOLUMES:
+    if (v->type == CARP_JARRAY)
+      return enter(d, sd, on_volume_list, sd, NULL);
+    return 0;
+  case S_NODE_NAME:
+    if (v->type == CARP_JSTRING) {
+      carp_buf_append(&sd->node_name, v->s, v->len);
+      sd->has_node_name = 1;
+    }
+    return 0;
+  default:
+    carp_jdec_copy(d, v, &sd->copy[f - S_COPIED]);
+    return 0;
+  }
+}
+
+int carp_podspec_dec_value(struct carp_jdec *d, struct carp_podspec_dec *sd,
+                           const struct carp_jval *v)
+{
+  if (v->type == CARP_JOBJECT)
+    return enter(d, sd, on_spec, sd, spec_keys);
+  return 0;
+}
+
+const char *carp_podspec_dec_node_name(const struct carp_podspec_dec *sd)
+{
+  return sd->has_node_name ? carp_buf_cstr(&sd->node_name) : NULL;
+}
+
+const char *carp_podspec_dec_claims(const struct carp_podspec_dec *sd)
+{
+  return carp_buf_cstr(&sd->claims);
+}
+
+int carp_podspec_dec_gated(const struct carp_podspec_dec *sd)
+{
+  const struct carp_jcopy *g = &sd->copy[S_GATES - S_COPIED];
+  return g->done && g->len > 2 && sd->part.ptr[g->start] == '[';
+}
+
+/* {"containers":[...],"initContainers":[...],"overhead":...,...,
+ *  "volumes":[{"persistentVolumeClaim":{}}]}: the members present, in
+ * this order, so that equal specs give equal text. */
+static void make_canon(struct carp_podspec_dec *sd)
+{
+  struct carp_buf *out = &sd->canon;
+  int i, n = 0;
+  carp_buf_reset(out);
+  carp_buf_putc(out, '{');
+  for (i = 0; i < 2; i++) {
+    if (!sd->has_list[i])
+      continue;
+    if (n++)
+      carp_buf_putc(out, ',');
+    carp_json_quote(out, spec_keys[i], strlen(spec_keys[i]));
+    carp_buf_puts(out, ":[");
+    carp_buf_append(out, sd->list[i].ptr, sd->list[i].len);
+    carp_buf_putc(out, ']');
+  }
+  for (i = 0; i < CARP_PODSPEC_COPIES; i++) {
+    const struct carp_jcopy *c = &sd->copy[i];
+    if (!c->done)
+      continue;
+    if (n++)
+      carp_buf_putc(out, ',');
+    carp_json_quote(out, spec_keys[S_COPIED + i],
+                    strlen(spec_keys[S_COPIED + i]));
+    carp_buf_putc(out, ':');
+    carp_buf_append(out, sd->part.ptr + c->start, c->len);
+  }
+  /* Only whether a claim is used matters to the spec, not which. */
+  if (sd->has_pvc)
+    carp_buf_puts(out, n ? ",\"volumes\":[{\"persistentVolumeClaim\":{}}]"
+                         : "\"volumes\":[{\"persistentVolumeClaim\":{}}]");
+  carp_buf_putc(out, '}');
+}
+
+int carp_podspec_dec_finish(struct carp_podspec_dec *sd, const char *path,
+                            const struct carp_podspec **out, char **err)
+{
+  struct carp_podspec *s;
+  yajl_val tree;
+  *out = NULL;
+  if (sd->deep)
+    return carp_api_error(err, path, "nested too deep");
+  make_canon(sd);
+  s = carp_map_get(&specs, sd->canon.ptr, sd->canon.len);
   if (s) {
-    carp_buf_free(&canon);
     s->refs++;
     *out = s;
     return 0;
   }
+  /* A spec no pod had before: its canonical text has the spec's shape. */
+  if (carp_json_parse_cstr(sd->canon.ptr, sd->canon.len, &tree, NULL))
+    return carp_api_error(err, path, "cannot be read");
   s = CARP_NEW(struct carp_podspec);
   s->refs = 1;
-  s->canon_len = canon.len;
-  s->canon = carp_buf_steal(&canon, NULL);
-  if (decode_spec(spec, path, s, err)) {
+  s->canon_len = sd->canon.len;
+  s->canon = carp_strndup(sd->canon.ptr, sd->canon.len);
+  if (decode_spec(tree, path, s, err)) {
+    carp_json_free(tree);
     spec_free(s);
     return CARP_EPARSE;
   }
+  carp_json_free(tree);
   carp_map_put(&specs, s->canon, s->canon_len, s);
   *out = s;
   return 0;
+}
+
+/* A tree's spec: its events through a decoder kept for the next one. */
+static int spec_root(struct carp_jdec *d, void *ctx, const struct carp_jval *v)
+{
+  return carp_podspec_dec_value(d, ctx, v);
+}
+
+int carp_podspec_decode(yajl_val spec, const char *path,
+                        const struct carp_podspec **out, char **err)
+{
+  static struct carp_podspec_dec sd;
+  static struct carp_jdec d;
+  static int ready;
+  if (!YAJL_IS_OBJECT(spec))
+    return carp_api_error(err, path, "must be an object");
+  if (!ready) {
+    carp_podspec_dec_init(&sd);
+    carp_jdec_init(&d, spec_root, &sd);
+    ready = 1;
+  }
+  carp_podspec_dec_reset(&sd);
+  carp_jdec_replay(&d, spec);
+  return carp_podspec_dec_finish(&sd, path, out, err);
 }
 
 const struct carp_podspec *carp_podspec_ref(const struct carp_podspec *s)

@@ -53,52 +53,102 @@ static int cmp_res(const void *a, const void *b)
 }
 
 /* A quantity given as a string or a JSON number. */
-static int quantity_of(yajl_val v, int64_t *milli)
+static int quantity_of(const struct carp_jval *v, int64_t *milli)
 {
-  if (YAJL_IS_STRING(v))
-    return carp_quantity_parse(v->u.string, milli);
-  if (YAJL_IS_NUMBER(v))
-    return carp_quantity_parse(v->u.number.r, milli);
+  if (v->type == CARP_JSTRING || v->type == CARP_JNUMBER)
+    return carp_quantity_parse(v->s, milli);
   return CARP_EPARSE;
+}
+
+void carp_resources_dec_begin(struct carp_resources_dec *rd, const char *path)
+{
+  memset(rd, 0, sizeof(*rd));
+  rd->path = path;
+}
+
+static int resource_member(struct carp_jdec *d, void *ctx,
+                           const struct carp_jval *v)
+{
+  struct carp_resources_dec *rd = ctx;
+  struct carp_resources *out = &rd->r;
+  const char *name = carp_jdec_key(d, NULL);
+  char p[512];
+  int64_t milli;
+  if (rd->err)
+    return 0;
+  if (v->type == CARP_JEND) {
+    if (out->nextended > 1)
+      qsort(out->extended, out->nextended, sizeof(*out->extended), cmp_res);
+    return 0;
+  }
+  if (quantity_of(v, &milli) || milli < 0) {
+    carp_api_error(&rd->err, sub(p, sizeof(p), rd->path, name),
+                   "not a valid non-negative quantity");
+    return 0;
+  }
+  if (!strcmp(name, "cpu")) {
+    out->cpu = milli;
+  } else if (!strcmp(name, "memory")) {
+    out->memory = carp_quantity_value(milli);
+  } else if (!strcmp(name, "ephemeral-storage")) {
+    out->ephemeral = carp_quantity_value(milli);
+  } else if (!strcmp(name, "pods")) {
+    out->pods = carp_quantity_value(milli);
+  } else {
+    out->extended = carp_reallocarray(out->extended, out->nextended + 1,
+                                      sizeof(*out->extended));
+    out->extended[out->nextended].name = carp_interns(name);
+    out->extended[out->nextended].value = carp_quantity_value(milli);
+    out->nextended++;
+  }
+  return 0;
+}
+
+int carp_resources_dec_value(struct carp_jdec *d, struct carp_resources_dec *rd,
+                             const struct carp_jval *v)
+{
+  if (v->type == CARP_JNULL)
+    return 0;
+  if (v->type != CARP_JOBJECT) {
+    carp_api_error(&rd->err, rd->path, "must be a map of quantities");
+    return 0;
+  }
+  if (carp_jdec_enter(d, resource_member, rd, NULL))
+    carp_api_error(&rd->err, rd->path, "nested too deep");
+  return 0;
+}
+
+int carp_resources_dec_finish(struct carp_resources_dec *rd,
+                              struct carp_resources *out, char **err)
+{
+  if (rd->err) {
+    carp_resources_cleanup(&rd->r);
+    memset(out, 0, sizeof(*out));
+    if (err)
+      *err = rd->err;
+    else
+      carp_free(rd->err);
+    rd->err = NULL;
+    return CARP_EPARSE;
+  }
+  *out = rd->r;
+  memset(&rd->r, 0, sizeof(rd->r));
+  return 0;
+}
+
+static int resources_root(struct carp_jdec *d, void *ctx,
+                          const struct carp_jval *v)
+{
+  return carp_resources_dec_value(d, ctx, v);
 }
 
 int carp_resources_decode(yajl_val list, const char *path,
                           struct carp_resources *out, char **err)
 {
-  size_t i;
-  char p[512];
-  memset(out, 0, sizeof(*out));
-  if (!list || YAJL_IS_NULL(list))
-    return 0;
-  if (!YAJL_IS_OBJECT(list))
-    return carp_api_error(err, path, "must be a map of quantities");
-  for (i = 0; i < list->u.object.len; i++) {
-    const char *name = list->u.object.keys[i];
-    int64_t milli;
-    if (quantity_of(list->u.object.values[i], &milli) || milli < 0) {
-      carp_resources_cleanup(out);
-      return carp_api_error(err, sub(p, sizeof(p), path, name),
-                            "not a valid non-negative quantity");
-    }
-    if (!strcmp(name, "cpu")) {
-      out->cpu = milli;
-    } else if (!strcmp(name, "memory")) {
-      out->memory = carp_quantity_value(milli);
-    } else if (!strcmp(name, "ephemeral-storage")) {
-      out->ephemeral = carp_quantity_value(milli);
-    } else if (!strcmp(name, "pods")) {
-      out->pods = carp_quantity_value(milli);
-    } else {
-      out->extended = carp_reallocarray(out->extended, out->nextended + 1,
-                                        sizeof(*out->extended));
-      out->extended[out->nextended].name = carp_interns(name);
-      out->extended[out->nextended].value = carp_quantity_value(milli);
-      out->nextended++;
-    }
-  }
-  if (out->nextended > 1)
-    qsort(out->extended, out->nextended, sizeof(*out->extended), cmp_res);
-  return 0;
+  struct carp_resources_dec rd;
+  carp_resources_dec_begin(&rd, path);
+  carp_jdec_tree(list, resources_root, &rd);
+  return carp_resources_dec_finish(&rd, out, err);
 }
 
 void carp_resources_cleanup(struct carp_resources *r)
@@ -479,46 +529,153 @@ void carp_taints_free(struct carp_taint *t, uint32_t n)
   carp_free(t);
 }
 
+void carp_taints_dec_init(struct carp_taints_dec *td)
+{
+  memset(td, 0, sizeof(*td));
+  carp_buf_init(&td->strs, CARP_BUF_UNLIMITED);
+}
+
+void carp_taints_dec_free(struct carp_taints_dec *td)
+{
+  carp_buf_free(&td->strs);
+  carp_free(td->items);
+  carp_free(td->err);
+  memset(td, 0, sizeof(*td));
+}
+
+void carp_taints_dec_begin(struct carp_taints_dec *td, const char *path)
+{
+  td->path = path;
+  carp_buf_reset(&td->strs);
+  td->n = 0;
+  CARP_FREE(&td->err);
+}
+
+enum { T_KEY = 0, T_VALUE, T_EFFECT };
+
+static int taint_member(struct carp_jdec *d, void *ctx,
+                        const struct carp_jval *v)
+{
+  struct carp_taints_dec *td = ctx;
+  int f = carp_jdec_field(d);
+  char p[512], q[512];
+  const char *key;
+  if (v->type != CARP_JEND) {
+    if (f == T_EFFECT)
+      td->cur_effect_ok = v->type == CARP_JSTRING &&
+                          !carp_taint_effect_parse(v->s, &td->cur_effect) &&
+                          td->cur_effect != CARP_EFFECT_ANY;
+    else if (f >= 0 && v->type == CARP_JSTRING) {
+      td->cur[f] = td->strs.len;
+      td->cur_have |= 1u << f;
+      carp_buf_append(&td->strs, v->s, v->len + 1);
+    }
+    return 0;
+  }
+  idx(p, sizeof(p), td->path, td->cur_index);
+  key = td->cur_have & 1u << T_KEY ? td->strs.ptr + td->cur[T_KEY] : "";
+  if (!*key) {
+    carp_api_error(&td->err, sub(q, sizeof(q), p, "key"), "required");
+    return 0;
+  }
+  if (!td->cur_effect_ok) {
+    carp_api_error(&td->err, sub(q, sizeof(q), p, "effect"),
+                   "must be NoSchedule, PreferNoSchedule or NoExecute");
+    return 0;
+  }
+  if (td->n == td->cap) {
+    td->cap = td->cap ? td->cap * 2 : 4;
+    td->items = carp_reallocarray(td->items, td->cap, sizeof(*td->items));
+  }
+  td->items[td->n].key = td->cur[T_KEY];
+  td->items[td->n].value =
+      td->cur_have & 1u << T_VALUE ? td->cur[T_VALUE] : (size_t)-1;
+  td->items[td->n].effect = td->cur_effect;
+  td->n++;
+  return 0;
+}
+
+static int taint_element(struct carp_jdec *d, void *ctx,
+                         const struct carp_jval *v)
+{
+  static const char *const keys[] = {"key", "value", "effect", NULL};
+  struct carp_taints_dec *td = ctx;
+  char p[512], q[512];
+  if (v->type == CARP_JEND || td->err)
+    return 0;
+  td->cur_index = carp_jdec_index(d);
+  td->cur_have = 0;
+  td->cur_effect_ok = 0;
+  if (v->type != CARP_JOBJECT) {
+    /* No key to find in it. */
+    idx(p, sizeof(p), td->path, td->cur_index);
+    carp_api_error(&td->err, sub(q, sizeof(q), p, "key"), "required");
+    return 0;
+  }
+  if (carp_jdec_enter(d, taint_member, td, keys))
+    carp_api_error(&td->err, td->path, "nested too deep");
+  return 0;
+}
+
+int carp_taints_dec_value(struct carp_jdec *d, struct carp_taints_dec *td,
+                          const struct carp_jval *v)
+{
+  if (v->type == CARP_JNULL)
+    return 0;
+  if (v->type != CARP_JARRAY) {
+    carp_api_error(&td->err, td->path, "must be a list");
+    return 0;
+  }
+  if (carp_jdec_enter(d, taint_element, td, NULL))
+    carp_api_error(&td->err, td->path, "nested too deep");
+  return 0;
+}
+
+int carp_taints_dec_finish(struct carp_taints_dec *td, struct carp_taint **out,
+                           uint32_t *n, char **err)
+{
+  uint32_t i;
+  *out = NULL;
+  *n = 0;
+  if (td->err) {
+    if (err)
+      *err = td->err;
+    else
+      carp_free(td->err);
+    td->err = NULL;
+    return CARP_EPARSE;
+  }
+  if (!td->n)
+    return 0;
+  *out = carp_calloc(td->n, sizeof(**out));
+  for (i = 0; i < td->n; i++) {
+    const struct carp_taints_dec_item *t = &td->items[i];
+    (*out)[i].key = carp_interns(td->strs.ptr + t->key);
+    (*out)[i].value =
+        carp_interns(t->value == (size_t)-1 ? "" : td->strs.ptr + t->value);
+    (*out)[i].effect = td->items[i].effect;
+  }
+  *n = td->n;
+  return 0;
+}
+
+static int taints_root(struct carp_jdec *d, void *ctx,
+                       const struct carp_jval *v)
+{
+  return carp_taints_dec_value(d, ctx, v);
+}
+
 int carp_taints_decode(yajl_val arr, const char *path, struct carp_taint **out,
                        uint32_t *n, char **err)
 {
-  size_t i;
-  char p[512], q[512];
-  *out = NULL;
-  *n = 0;
-  if (!arr || YAJL_IS_NULL(arr))
-    return 0;
-  if (!YAJL_IS_ARRAY(arr))
-    return carp_api_error(err, path, "must be a list");
-  *out = carp_calloc(arr->u.array.len ? arr->u.array.len : 1, sizeof(**out));
-  for (i = 0; i < arr->u.array.len; i++) {
-    yajl_val t = arr->u.array.values[i];
-    const char *key = carp_json_str(t, "key", NULL);
-    const char *value = carp_json_str(t, "value", NULL);
-    const char *effect = carp_json_str(t, "effect", NULL);
-    enum carp_taint_effect e;
-    idx(p, sizeof(p), path, i);
-    if (!key || !*key) {
-      carp_taints_free(*out, *n);
-      *out = NULL;
-      *n = 0;
-      return carp_api_error(err, sub(q, sizeof(q), p, "key"), "required");
-    }
-    if (!effect || carp_taint_effect_parse(effect, &e) ||
-        e == CARP_EFFECT_ANY) {
-      carp_taints_free(*out, *n);
-      *out = NULL;
-      *n = 0;
-      return carp_api_error(err, sub(q, sizeof(q), p, "effect"),
-                            "must be NoSchedule, PreferNoSchedule or "
-                            "NoExecute");
-    }
-    (*out)[*n].key = carp_interns(key);
-    (*out)[*n].value = carp_interns(value ? value : "");
-    (*out)[*n].effect = e;
-    (*n)++;
-  }
-  return 0;
+  struct carp_taints_dec td;
+  int rc;
+  carp_taints_dec_init(&td);
+  carp_taints_dec_begin(&td, path);
+  carp_jdec_tree(arr, taints_root, &td);
+  rc = carp_taints_dec_finish(&td, out, n, err);
+  carp_taints_dec_free(&td);
+  return rc;
 }
 
 void carp_tolerations_free(struct carp_toleration *t, uint32_t n)

@@ -6,8 +6,10 @@
  *                                 failure) rewatch
  *
  * A list is applied to the store page by page as it arrives (so a very
- * large list never sits in memory twice); keys seen are remembered, and
- * when the last page is in, every stored object not seen is deleted.
+ * large list never sits in memory twice), each object as soon as the
+ * page's parser has passed it (decode.c); every object a list returns is
+ * marked with the list's number, and when the last page is in, every
+ * stored object without the mark is deleted.
  *
  * A watch is only as good as the resourceVersion it resumes from. One the
  * informer cannot trust - a BOOKMARK or event whose version is not a
@@ -31,6 +33,7 @@
 #include "carpenter/log.h"
 #include "carpenter/map.h"
 #include "carpenter/rand.h"
+#include "informer_int.h"
 
 #define MAX_HANDLERS 12
 
@@ -64,9 +67,8 @@ struct carp_informer {
   int absent;              /* ... and it was, at the last list */
   char *rv;                /* last resourceVersion seen */
   char *cont;              /* continue token of the list in progress */
-  struct carp_map seen;    /* keys seen by the list in progress (borrowed) */
-  char **seen_keys;        /* owned copies of those keys */
-  size_t nseen, capseen;
+  uint32_t list_mark;      /* marks the objects the list in progress had */
+  struct inf_dec *dec;     /* list pages and watch events into objects */
   struct carp_kube_op *watch_op;
   struct carp_kube_op *list_op;
   int in_flight; /* list page or watch outstanding */
@@ -124,38 +126,43 @@ static void notify_delete(struct carp_informer *inf, struct carp_objmeta *obj)
       inf->handlers[i].on_delete(obj, inf->handlers[i].arg);
 }
 
-static void notify_decode_error(struct carp_informer *inf, yajl_val obj,
+static void notify_decode_error(struct carp_informer *inf,
+                                const struct carp_obj_id *id,
                                 const char *problem)
 {
   int i;
   for (i = 0; i < inf->nhandlers; i++)
     if (inf->handlers[i].on_decode_error)
-      inf->handlers[i].on_decode_error(inf->kind, obj, problem,
+      inf->handlers[i].on_decode_error(inf->kind, id, problem,
                                        inf->handlers[i].arg);
 }
 
-/* Decodes obj; NULL (logged, and told to on_decode_error) when it cannot
- * be. */
-static struct carp_objmeta *decode(struct carp_informer *inf, yajl_val v)
+/* An object that cannot be decoded: logged, and told to on_decode_error.
+ * Takes o->err. */
+static void decode_failed(struct carp_informer *inf, struct inf_obj *o)
 {
-  struct carp_objmeta *obj = NULL;
-  char *err = NULL;
-  if (inf->kind->decode(v, &obj, &err)) {
-    inf->stats.decode_errors++;
-    CARP_LOG_ERROR(
-        "informer",
-        "cannot decode object, keeping the cache as "
-        "it was",
-        CARP_F_STR("kind", kind_name(inf)),
-        CARP_F_STR("name", carp_json_str(v, "metadata", "name", NULL)),
-        CARP_F_STR("namespace",
-                   carp_json_str(v, "metadata", "namespace", NULL)),
-        CARP_F_STR("problem", err ? err : ""));
-    notify_decode_error(inf, v, err ? err : "");
-    carp_free(err);
+  inf->stats.decode_errors++;
+  CARP_LOG_ERROR("informer",
+                 "cannot decode object, keeping the cache as "
+                 "it was",
+                 CARP_F_STR("kind", kind_name(inf)),
+                 CARP_F_STR("name", o->id.name),
+                 CARP_F_STR("namespace", o->id.namespace),
+                 CARP_F_STR("problem", o->err ? o->err : ""));
+  notify_decode_error(inf, &o->id, o->err ? o->err : "");
+  CARP_FREE(&o->err);
+}
+
+/* The store key of what an object's JSON says it is, or NULL. */
+static const char *key_of(const struct carp_obj_id *id, struct carp_buf *key)
+{
+  if (!id->name)
     return NULL;
-  }
-  return obj;
+  carp_buf_init(key, 1024);
+  if (id->namespace && *id->namespace)
+    carp_buf_printf(key, "%s/", id->namespace);
+  carp_buf_puts(key, id->name);
+  return carp_buf_cstr(key);
 }
 
 /* Stores obj (taking its reference) and tells the handlers. */
@@ -210,29 +217,11 @@ static void maybe_finish_close(struct carp_informer *inf);
 
 /* ---- list ---- */
 
-static void seen_reset(struct carp_informer *inf)
+/* A list (re)starts: objects it returns get a mark of its own. */
+static void list_begin(struct carp_informer *inf)
 {
-  size_t i;
-  for (i = 0; i < inf->nseen; i++)
-    carp_free(inf->seen_keys[i]);
-  inf->nseen = 0;
-  carp_map_free(&inf->seen);
-  carp_map_init(&inf->seen);
-}
-
-static void seen_add(struct carp_informer *inf, const char *key)
-{
-  char *copy;
-  if (carp_map_gets(&inf->seen, key))
-    return;
-  if (inf->nseen == inf->capseen) {
-    inf->capseen = inf->capseen ? inf->capseen * 2 : 64;
-    inf->seen_keys =
-        carp_reallocarray(inf->seen_keys, inf->capseen, sizeof(char *));
-  }
-  copy = carp_strdup(key);
-  inf->seen_keys[inf->nseen++] = copy;
-  carp_map_puts(&inf->seen, copy, copy);
+  if (++inf->list_mark == 0)
+    inf->list_mark = 1;
 }
 
 /* The list in progress is complete: what the store holds and the list
@@ -248,7 +237,7 @@ static void settle_list(struct carp_informer *inf)
   /* Tombstones: what the store holds but the list did not return. */
   carp_store_iter_init(&it);
   while ((obj = carp_store_next(inf->store, &it))) {
-    if (carp_map_gets(&inf->seen, obj->key))
+    if (obj->store_mark == inf->list_mark)
       continue;
     if (ngone == cap) {
       cap = cap ? cap * 2 : 16;
@@ -261,7 +250,6 @@ static void settle_list(struct carp_informer *inf)
     carp_free(gone[i]);
   }
   carp_free(gone);
-  seen_reset(inf);
   inf->stats.lists++;
   if (inf->stale)
     CARP_LOG_INFO("informer", "relisted, in sync again",
@@ -301,85 +289,40 @@ static void list_absent(struct carp_informer *inf)
                   CARP_F_STR("path", inf->path));
   inf->absent = 1;
   CARP_FREE(&inf->cont);
-  seen_reset(inf);
+  list_begin(inf); /* a mark no object has: settling deletes them all */
   settle_list(inf);
   inf->state = INF_BACKOFF;
   inf->need_relist = 1;
   uv_timer_start(&inf->timer, on_timer, CARP_INFORMER_ABSENT_RETRY_MS, 0);
 }
 
-/* One item of a list page: decoded into the store, or, when it cannot be
- * decoded, kept as it was (marked seen so the relist does not delete it). */
-static void list_item(struct carp_informer *inf, yajl_val item)
+/* One item of a list page: into the store, or, when it cannot be decoded,
+ * the object of its key kept as it was (marked, so that the relist does
+ * not delete it). */
+static void on_list_item(struct inf_obj *o, void *arg)
 {
-  struct carp_objmeta *obj = decode(inf, item);
-  const char *name;
-  if (obj) {
-    seen_add(inf, obj->key);
-    apply_upsert(inf, obj);
+  struct carp_informer *inf = arg;
+  struct carp_objmeta *old;
+  struct carp_buf key;
+  const char *k;
+  if (o->obj) {
+    o->obj->store_mark = inf->list_mark;
+    apply_upsert(inf, o->obj);
     return;
   }
-  name = carp_json_str(item, "metadata", "name", NULL);
-  if (name) {
-    const char *ns = carp_json_str(item, "metadata", "namespace", NULL);
-    struct carp_buf key;
-    carp_buf_init(&key, 1024);
-    if (ns && *ns)
-      carp_buf_printf(&key, "%s/", ns);
-    carp_buf_puts(&key, name);
-    seen_add(inf, carp_buf_cstr(&key));
-    carp_buf_free(&key);
-  }
-}
-
-/* What a page says besides its items. */
-struct page {
-  struct carp_informer *inf;
-  int has_items;
-  char *rv;
-  char *cont;
-};
-
-static int on_page_item(const char *text, size_t len, void *arg)
-{
-  struct page *pg = arg;
-  yajl_val item;
-  /* Parsed, decoded and freed one at a time: see internal/json/split.c. */
-  if (carp_json_parse(text, len, &item, NULL))
-    return CARP_EPARSE;
-  list_item(pg->inf, item);
-  carp_json_free(item);
-  return 0;
-}
-
-static int on_page_member(const char *key, size_t key_len, const char *value,
-                          size_t value_len, void *arg)
-{
-  struct page *pg = arg;
-  if (key_len == 5 && memcmp(key, "items", 5) == 0) {
-    pg->has_items = 1;
-    if (value_len == 4 && memcmp(value, "null", 4) == 0)
-      return 0; /* an empty list, as Go marshals it */
-    return carp_json_each_element(value, value_len, on_page_item, pg);
-  }
-  if (key_len == 8 && memcmp(key, "metadata", 8) == 0) {
-    yajl_val meta;
-    const char *s;
-    if (carp_json_parse(value, value_len, &meta, NULL))
-      return CARP_EPARSE;
-    if ((s = carp_json_str(meta, "resourceVersion", NULL)))
-      pg->rv = carp_strdup(s);
-    if ((s = carp_json_str(meta, "continue", NULL)) && *s)
-      pg->cont = carp_strdup(s);
-    carp_json_free(meta);
-  }
-  return 0;
+  decode_failed(inf, o);
+  if (!(k = key_of(&o->id, &key)))
+    return;
+  if ((old = carp_store_get(inf->store, k)))
+    old->store_mark = inf->list_mark;
+  carp_buf_free(&key);
 }
 
 static void on_list_page(const struct carp_kube_result *res, void *arg)
 {
   struct carp_informer *inf = arg;
-  struct page pg;
+  struct inf_page pg;
+  char *perr = NULL;
   int rc;
 
   inf->in_flight = 0;
@@ -394,7 +337,6 @@ static void on_list_page(const struct carp_kube_result *res, void *arg)
       CARP_LOG_INFO("informer", "list continue token expired, relisting",
                     CARP_F_STR("kind", kind_name(inf)));
       CARP_FREE(&inf->cont);
-      seen_reset(inf);
       start_list(inf);
       return;
     }
@@ -408,26 +350,24 @@ static void on_list_page(const struct carp_kube_result *res, void *arg)
     if (inf->synced)
       inf->stale = 1;
     CARP_FREE(&inf->cont);
-    seen_reset(inf);
     backoff(inf, 1);
     return;
   }
-  memset(&pg, 0, sizeof(pg));
-  pg.inf = inf;
-  rc = res->raw
-           ? carp_json_each_member(res->raw, res->raw_len, on_page_member, &pg)
-           : CARP_EPARSE;
+  rc = res->raw ? inf_dec_page(inf->dec, res->raw, res->raw_len, &pg,
+                               on_list_item, inf, &perr)
+                : CARP_EPARSE;
   if (rc || !pg.has_items) {
     /* Items decoded before the fault stay in the store; the relist after
      * the backoff settles them. */
     CARP_LOG_WARN("informer",
                   rc ? "list answer is not valid JSON"
                      : "list answer without items",
-                  CARP_F_STR("kind", kind_name(inf)));
+                  CARP_F_STR("kind", kind_name(inf)),
+                  CARP_F_STR("problem", perr ? perr : ""));
+    carp_free(perr);
     carp_free(pg.rv);
     carp_free(pg.cont);
     CARP_FREE(&inf->cont);
-    seen_reset(inf);
     backoff(inf, 1);
     return;
   }
@@ -461,6 +401,8 @@ static void start_list(struct carp_informer *inf)
   int rc;
 
   inf->state = INF_LISTING;
+  if (!inf->cont)
+    list_begin(inf);
   carp_buf_init(&q, 64 * 1024);
   snprintf(limit, sizeof(limit), "%u", inf->page_size);
   add_param(&q, "limit", limit);
@@ -499,54 +441,58 @@ static int untrusted(struct carp_informer *inf, const char *type,
   return CARP_EPARSE;
 }
 
-static int on_event(const char *type, yajl_val object, void *arg)
+static int on_frame(const char *json, size_t len, void *arg)
 {
   struct carp_informer *inf = arg;
-  struct carp_objmeta *obj;
+  struct inf_event ev;
+  struct inf_obj o;
+  char *err = NULL;
   const char *rv;
   if (inf->closing)
     return CARP_ECANCELED;
-  rv = carp_json_str(object, "metadata", "resourceVersion", NULL);
-  if (!strcmp(type, "BOOKMARK")) {
+  if (inf_dec_event(inf->dec, json, len, &ev, &err)) {
+    CARP_LOG_WARN("kube", "malformed watch event",
+                  CARP_F_STR("kind", kind_name(inf)),
+                  CARP_F_STR("error", err ? err : ""));
+    carp_free(err);
+    return CARP_EPARSE;
+  }
+  rv = ev.id.resource_version;
+  switch (ev.t) {
+  case INF_BOOKMARK:
     if (carp_rv_parse(rv, NULL))
-      return untrusted(inf, type, rv);
+      return untrusted(inf, ev.type, rv);
     set_rv(inf, rv);
     return 0;
-  }
-  if (!strcmp(type, "ERROR")) {
-    int64_t code = 0;
-    carp_json_int(object, &code, "code", NULL);
+  case INF_ERROR:
     CARP_LOG_INFO(
         "informer", "watch error event", CARP_F_STR("kind", kind_name(inf)),
-        CARP_F_INT("code", code),
-        CARP_F_STR("message", carp_json_str(object, "message", NULL)));
-    return code == 410 ? CARP_EGONE : CARP_EUNAVAIL;
-  }
-  if (strcmp(type, "ADDED") && strcmp(type, "MODIFIED") &&
-      strcmp(type, "DELETED"))
+        CARP_F_INT("code", ev.code), CARP_F_STR("message", ev.message));
+    return ev.code == 410 ? CARP_EGONE : CARP_EUNAVAIL;
+  case INF_OTHER:
     return 0;
+  default:
+    break;
+  }
   if (carp_rv_parse(rv, NULL))
-    return untrusted(inf, type, rv);
+    return untrusted(inf, ev.type, rv);
   inf->watch_events++;
   inf->stats.events++;
-  if (!strcmp(type, "DELETED")) {
-    const char *name = carp_json_str(object, "metadata", "name", NULL);
-    const char *ns = carp_json_str(object, "metadata", "namespace", NULL);
+  if (ev.t == INF_DELETED) {
     struct carp_buf key;
-    if (!name)
+    const char *k = key_of(&ev.id, &key);
+    if (!k)
       return 0;
-    carp_buf_init(&key, 1024);
-    if (ns && *ns)
-      carp_buf_printf(&key, "%s/", ns);
-    carp_buf_puts(&key, name);
-    apply_delete_key(inf, carp_buf_cstr(&key));
+    apply_delete_key(inf, k);
     carp_buf_free(&key);
     set_rv(inf, rv);
     return 0;
   }
-  obj = decode(inf, object);
-  if (obj)
-    apply_upsert(inf, obj);
+  inf_dec_event_object(inf->dec, &o);
+  if (o.obj)
+    apply_upsert(inf, o.obj);
+  else
+    decode_failed(inf, &o);
   set_rv(inf, rv);
   return 0;
 }
@@ -650,7 +596,7 @@ static void start_watch(struct carp_informer *inf)
   inf->watch_events = 0;
   inf->in_flight = 1;
   inf->stats.watches++;
-  rc = carp_kube_watch(inf->kube, inf->path, carp_buf_cstr(&q), on_event,
+  rc = carp_kube_watch(inf->kube, inf->path, carp_buf_cstr(&q), on_frame,
                        on_watch_done, inf, &inf->watch_op);
   carp_buf_free(&q);
   if (rc) {
@@ -685,7 +631,7 @@ int carp_informer_new(uv_loop_t *loop, struct carp_kube *kube,
   if (inf->max_watch < inf->min_watch)
     inf->max_watch = inf->min_watch;
   inf->store = carp_store_new(o->kind);
-  carp_map_init(&inf->seen);
+  inf->dec = inf_dec_new(o->kind);
   carp_backoff_init(&inf->backoff, 800, 30 * 1000, 2.0, 0.5);
   memset(&ref, 0, sizeof(ref));
   ref.group = o->kind->group;
@@ -756,8 +702,7 @@ static void on_timer_closed(uv_handle_t *h)
       carp_container_of((uv_timer_t *)h, struct carp_informer, timer);
   void (*cb)(void *) = inf->close_cb;
   void *arg = inf->close_arg;
-  seen_reset(inf);
-  carp_free(inf->seen_keys);
+  inf_dec_free(inf->dec);
   carp_store_free(inf->store);
   carp_free(inf->namespace);
   carp_free(inf->label_selector);

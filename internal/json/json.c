@@ -113,7 +113,7 @@ yajl_val carp_json_arr(yajl_val v, ...)
   return YAJL_IS_ARRAY(v) ? v : NULL;
 }
 
-static int parse_int_text(const char *s, int64_t *out)
+int carp_json_int_text(const char *s, int64_t *out)
 {
   char *end;
   long long x;
@@ -140,9 +140,9 @@ int carp_json_int(yajl_val v, int64_t *out, ...)
     return 0;
   }
   if (YAJL_IS_NUMBER(v))
-    return parse_int_text(v->u.number.r, out);
+    return carp_json_int_text(v->u.number.r, out);
   if (YAJL_IS_STRING(v))
-    return parse_int_text(v->u.string, out);
+    return carp_json_int_text(v->u.string, out);
   return CARP_EPARSE;
 }
 

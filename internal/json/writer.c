@@ -173,10 +173,15 @@ void carp_jw_kbool(struct carp_jw *w, const char *key, int v)
 void carp_json_quote(struct carp_buf *out, const char *s, size_t n)
 {
   static const char hex[] = "0123456789abcdef";
-  size_t i;
+  size_t i, run = 0;
   carp_buf_putc(out, '"');
   for (i = 0; i < n; i++) {
     unsigned char c = (unsigned char)s[i];
+    if (c != '"' && c != '\\' && c >= 0x20)
+      continue;
+    /* The bytes that need no escape go in one piece. */
+    carp_buf_append(out, s + run, i - run);
+    run = i + 1;
     if (c == '"' || c == '\\') {
       carp_buf_putc(out, '\\');
       carp_buf_putc(out, (char)c);
@@ -186,12 +191,11 @@ void carp_json_quote(struct carp_buf *out, const char *s, size_t n)
       carp_buf_puts(out, "\\r");
     } else if (c == '\t') {
       carp_buf_puts(out, "\\t");
-    } else if (c < 0x20) {
+    } else {
       char esc[7] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15], 0};
       carp_buf_puts(out, esc);
-    } else {
-      carp_buf_putc(out, (char)c);
     }
   }
+  carp_buf_append(out, s + run, n - run);
   carp_buf_putc(out, '"');
 }

@@ -46,7 +46,7 @@ struct carp_kube_op {
   struct carp_buf errbody;
   long watch_status;
   int watch_err;
-  carp_kube_event_cb on_event;
+  carp_kube_frame_cb on_frame;
   carp_kube_watch_done_cb on_watch_done;
   /* Result held for deferred delivery (cancel and early errors). */
   int pending_err;

@@ -1,8 +1,9 @@
 /* watch.c: watch streams. The response body is fed to the object framer;
- * each framed event is parsed, split into its type and object, and handed
- * to the caller. A non-200 answer is collected (capped) and decoded as a
- * metav1.Status when the stream ends. Watches are not retried here: the
- * reflector decides whether to rewatch or relist. */
+ * each framed event goes to the caller as text, which decodes it from
+ * there (no tree: see informer/decode.c). A non-200 answer is collected
+ * (capped) and decoded as a metav1.Status when the stream ends. Watches
+ * are not retried here: the reflector decides whether to rewatch or
+ * relist. */
 #include <string.h>
 
 #include "carpenter/alloc.h"
@@ -26,23 +27,7 @@ static int on_headers(struct carp_http_request *req,
 int carp__kube_watch_frame(const char *obj, size_t len, void *arg)
 {
   struct carp_kube_op *op = arg;
-  yajl_val v;
-  char *err = NULL;
-  const char *type;
-  int rc;
-  if (carp_json_parse_cstr(obj, len, &v, &err)) {
-    CARP_LOG_WARN("kube", "malformed watch event",
-                  CARP_F_STR("error", err ? err : ""));
-    carp_free(err);
-    return CARP_EPARSE;
-  }
-  type = carp_json_str(v, "type", NULL);
-  if (!type) {
-    carp_json_free(v);
-    return CARP_EPARSE;
-  }
-  rc = op->on_event(type, carp_json_get(v, "object", NULL), op->arg);
-  carp_json_free(v);
+  int rc = op->on_frame(obj, len, op->arg);
   return rc < 0 ? rc : 0;
 }
 
@@ -132,18 +117,18 @@ void carp__kube_watch_deliver_error(struct carp_kube_op *op, int err)
 }
 
 int carp_kube_watch(struct carp_kube *k, const char *path, const char *query,
-                    carp_kube_event_cb on_event,
+                    carp_kube_frame_cb on_frame,
                     carp_kube_watch_done_cb on_done_cb, void *arg,
                     struct carp_kube_op **out)
 {
   struct carp_kube_op *op;
-  if (!k || !path || !on_event || !on_done_cb)
+  if (!k || !path || !on_frame || !on_done_cb)
     return CARP_EINVAL;
   if (k->closing)
     return CARP_ECANCELED;
   op = carp__kube_op_new(k, "GET", path, query);
   op->watch = 1;
-  op->on_event = on_event;
+  op->on_frame = on_frame;
   op->on_watch_done = on_done_cb;
   op->arg = arg;
   if (out)

@@ -14,7 +14,8 @@
 
 static int expecting_key(const struct sim_tree *t)
 {
-  const struct sim_frame *f = t->depth ? &t->stack[t->depth - 1] : NULL;
+  const struct carp_jtree_frame *f =
+      t->jt.depth ? &t->jt.stack[t->jt.depth - 1] : NULL;
   return f && f->v->type == yajl_t_object && !f->key;
 }
 

@@ -22,7 +22,9 @@
 #include <yajl/yajl_tree.h>
 
 #include "carpenter/api_types.h"
+#include "carpenter/arena.h"
 #include "carpenter/cluster.h"
+#include "carpenter/jtree.h"
 #include "carpenter/provider.h"
 #include "carpenter/simulate.h"
 
@@ -39,17 +41,6 @@ struct sim_where {
   size_t line; /* 1-based line where it starts; 0 when unknown */
 };
 
-struct sim_chunk {
-  char *mem;
-  size_t size;
-};
-
-/* Bump memory: chunks[cur] is being filled up to used. */
-struct sim_mem {
-  struct sim_chunk *chunks;
-  size_t nchunks, cur, used;
-};
-
 /* A complete value: an item of a List, or a whole document (doc; its
  * List items, if any, came before it). */
 struct sim_value {
@@ -61,7 +52,7 @@ struct sim_value {
 
 /* Complete values and the memory they live in. */
 struct sim_batch {
-  struct sim_mem mem;
+  struct carp_arena mem;
   struct sim_value *v;
   size_t n, cap;
   struct sim_batch *next; /* in a queue */
@@ -80,24 +71,14 @@ struct sim_sink {
   void *arg;
 };
 
-struct sim_frame {
-  yajl_val v;
-  size_t start; /* first member in the scratch arrays */
-  char *key;    /* object: key awaiting its value */
-};
-
+/* Parser events into trees (carp_jtree), each item of a document's
+ * top-level "items" array and each document handed over on its own. */
 struct sim_tree {
+  struct carp_jtree jt;
   struct sim_batch *items; /* items of the List being built */
   struct sim_batch *doc;   /* the document itself */
-  int in_item;             /* building an item: memory from items */
-  /* Open containers and their members so far. */
-  struct sim_frame stack[SIM_MAX_DEPTH];
-  int depth;
-  yajl_val *vals;
-  char **keys;
-  size_t n, cap;
-  int in_items;  /* inside the document's top-level "items" array */
-  int had_items; /* the document had one */
+  int in_items;            /* inside the document's top-level "items" array */
+  int had_items;           /* the document had one */
   struct sim_where where;
   size_t line; /* where the reader is now (YAML); 0 when unknown */
   struct sim_sink sink;

@@ -8,13 +8,14 @@
 #include "carpenter/events.h"
 #include "carpenter/json.h"
 
-static void on_decode_error(const struct carp_kind *kind, yajl_val obj,
-                            const char *problem, void *arg)
+static void on_decode_error(const struct carp_kind *kind,
+                            const struct carp_obj_id *id, const char *problem,
+                            void *arg)
 {
   struct carp_recorder *r = arg;
   struct carp_event_target t;
   char api_version[128];
-  const char *name = carp_json_str(obj, "metadata", "name", NULL);
+  const char *name = id->name;
   if (!name)
     return; /* nothing to hang an event on */
   if (kind->group && *kind->group)
@@ -24,9 +25,9 @@ static void on_decode_error(const struct carp_kind *kind, yajl_val obj,
     snprintf(api_version, sizeof(api_version), "%s", kind->version);
   t.api_version = api_version;
   t.kind = kind->name;
-  t.namespace = carp_json_str(obj, "metadata", "namespace", NULL);
+  t.namespace = id->namespace;
   t.name = name;
-  t.uid = carp_json_str(obj, "metadata", "uid", NULL);
+  t.uid = id->uid;
   carp_recorder_event(r, &t, CARP_EVENT_WARNING, "FailedDecode",
                       "Carpenter cannot read this %s and leaves it out of "
                       "every decision: %s",

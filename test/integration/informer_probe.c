@@ -3,10 +3,15 @@
  * server after injecting faults.
  *
  *   informer_probe KUBECONFIG KIND...   (KIND: pods, nodes, pdbs,
- *                                        daemonsets)
+ *                                        daemonsets; or pods-scan: the
+ *                                        pods' list pages fetched the same
+ *                                        way and only run through yajl's
+ *                                        parser, the floor a cold sync's
+ *                                        decoding is measured against)
  *   stdin "dump\n"  -> one line "kind key resourceVersion" per cached
  *                      object, then "end"
  *   stdin "stats\n" -> "stats kind lists watches events decode_errors synced"
+ *                      (pods-scan: "stats pods-scan pages bytes 0 0 done")
  *   stdin "rss\n"   -> "rss <VmRSS kB> <VmHWM kB> <ms since start>"
  *   stdin "quit\n"  -> closes everything and exits 0 (uv_loop_close == 0)
  */
@@ -18,16 +23,28 @@
 
 #include "carpenter/alloc.h"
 #include "carpenter/api.h"
+#include "carpenter/error.h"
 #include "carpenter/http.h"
 #include "carpenter/informer.h"
+#include "carpenter/jdec.h"
 #include "carpenter/kube.h"
 #include "carpenter/kubeconfig.h"
 #include "carpenter/log.h"
+
+/* pods-scan: the list's pages, parsed for their continue token only. */
+struct scan {
+  int on;
+  struct carp_jdec d;
+  char *cont;
+  uint64_t pages, bytes;
+  int done;
+};
 
 struct probe {
   uv_loop_t loop;
   uv_pipe_t in;
   struct carp_kube *kube;
+  struct scan scan;
   struct carp_informer *inf[4];
   const char *names[4];
   int n;
@@ -47,6 +64,73 @@ static void on_inf_closed(void *arg)
   struct probe *p = arg;
   if (--p->n == 0)
     carp_kube_close(p->kube, on_kube_closed, p);
+}
+
+/* ---- pods-scan ---- */
+
+static int scan_meta(struct carp_jdec *d, void *ctx, const struct carp_jval *v)
+{
+  struct scan *sc = ctx;
+  if (carp_jdec_field(d) == 0 && v->type == CARP_JSTRING && v->len)
+    sc->cont = carp_strdup(v->s);
+  return 0;
+}
+
+static int scan_page(struct carp_jdec *d, void *ctx, const struct carp_jval *v)
+{
+  static const char *const keys[] = {"continue", NULL};
+  if (carp_jdec_field(d) == 0 && v->type == CARP_JOBJECT)
+    carp_jdec_enter(d, scan_meta, ctx, keys);
+  return 0;
+}
+
+static int scan_root(struct carp_jdec *d, void *ctx, const struct carp_jval *v)
+{
+  static const char *const keys[] = {"metadata", NULL};
+  if (v->type == CARP_JOBJECT)
+    carp_jdec_enter(d, scan_page, ctx, keys);
+  return 0;
+}
+
+static void scan_next(struct probe *p);
+
+static void on_scan_page(const struct carp_kube_result *res, void *arg)
+{
+  struct probe *p = arg;
+  struct scan *sc = &p->scan;
+  if (res->err) {
+    if (res->err != CARP_ECANCELED)
+      fprintf(stderr, "pods-scan: %s\n", res->message);
+    return;
+  }
+  CARP_FREE(&sc->cont);
+  carp_jdec_parse(&sc->d, res->raw, res->raw_len, NULL);
+  sc->pages++;
+  sc->bytes += res->raw_len;
+  if (sc->cont)
+    scan_next(p);
+  else
+    sc->done = 1;
+}
+
+static void scan_next(struct probe *p)
+{
+  struct carp_buf q;
+  struct carp_kube_request r;
+  carp_buf_init(&q, 64 * 1024);
+  carp_buf_puts(&q, "limit=500");
+  if (p->scan.cont) {
+    carp_buf_puts(&q, "&continue=");
+    carp_http_escape(&q, p->scan.cont);
+  }
+  memset(&r, 0, sizeof(r));
+  r.method = "GET";
+  r.path = "/api/v1/pods";
+  r.query = carp_buf_cstr(&q);
+  r.timeout_ms = 120 * 1000;
+  r.raw_body = 1;
+  carp_kube_call(p->kube, &r, on_scan_page, p, NULL);
+  carp_buf_free(&q);
 }
 
 static void print_rss(struct probe *p)
@@ -93,6 +177,10 @@ static void command(struct probe *p, const char *cmd)
              (unsigned long long)s.events, (unsigned long long)s.decode_errors,
              carp_informer_synced(p->inf[i]));
     }
+    if (p->scan.on)
+      printf("stats pods-scan %llu %llu 0 0 %d\n",
+             (unsigned long long)p->scan.pages,
+             (unsigned long long)p->scan.bytes, p->scan.done);
     printf("end\n");
   } else if (!strcmp(cmd, "quit") && !p->closing) {
     int n = p->n;
@@ -100,6 +188,8 @@ static void command(struct probe *p, const char *cmd)
     uv_close((uv_handle_t *)&p->in, NULL);
     for (i = 0; i < n; i++)
       carp_informer_close(p->inf[i], on_inf_closed, p);
+    if (n == 0)
+      carp_kube_close(p->kube, on_kube_closed, p);
   }
   fflush(stdout);
 }
@@ -176,6 +266,10 @@ int main(int argc, char **argv)
   for (i = 2; i < argc && p.n < 4; i++) {
     struct carp_informer_options io;
     const struct carp_kind *k = kind_of(argv[i]);
+    if (!strcmp(argv[i], "pods-scan")) {
+      p.scan.on = 1;
+      continue;
+    }
     if (!k) {
       fprintf(stderr, "unknown kind %s\n", argv[i]);
       return 2;
@@ -190,6 +284,10 @@ int main(int argc, char **argv)
   p.started = uv_now(&p.loop);
   for (i = 0; i < p.n; i++)
     carp_informer_start(p.inf[i]);
+  if (p.scan.on) {
+    carp_jdec_init(&p.scan.d, scan_root, &p.scan);
+    scan_next(&p);
+  }
   uv_pipe_init(&p.loop, &p.in, 0);
   uv_pipe_open(&p.in, 0);
   p.in.data = &p;
@@ -197,6 +295,8 @@ int main(int argc, char **argv)
   uv_run(&p.loop, UV_RUN_DEFAULT);
   rc = uv_loop_close(&p.loop);
   carp_http_global_cleanup();
+  carp_jdec_free(&p.scan.d);
+  carp_free(p.scan.cont);
   if (rc) {
     fprintf(stderr, "handles left open\n");
     return 1;

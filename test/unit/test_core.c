@@ -573,6 +573,26 @@ static void test_arena(void **state)
   assert_true(a.used > 5 * 1024 * 1024);
   carp_arena_free(&a);
   assert_int_equal(a.used, 0);
+
+  /* A reset keeps the memory: the same work again reuses it, and what is
+   * handed out is zeroed again (alloc) however it was left. */
+  {
+    void *first, *again;
+    carp_arena_init(&a);
+    first = carp_arena_alloc(&a, 100);
+    memset(first, 0xff, 100);
+    for (int i = 0; i < 1000; i++)
+      carp_arena_raw(&a, 1000);
+    carp_arena_reset(&a);
+    assert_int_equal(a.used, 0);
+    assert_null(a.head);
+    assert_non_null(a.spare);
+    again = carp_arena_alloc(&a, 100);
+    assert_ptr_equal(again, first);
+    assert_int_equal(((unsigned char *)again)[99], 0);
+    carp_arena_free(&a);
+    assert_null(a.spare);
+  }
 }
 
 int main(void)

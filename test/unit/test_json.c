@@ -126,108 +126,6 @@ static void test_writer(void **state)
   carp_buf_free(&b);
 }
 
-/* Collects what the walkers report, as "key=value;" or "value;". */
-struct seen {
-  char text[1024];
-  int n;
-  int stop_at; /* return 7 from this call (1-based), 0: never */
-};
-
-static int on_member(const char *key, size_t klen, const char *v, size_t vlen,
-                     void *arg)
-{
-  struct seen *s = arg;
-  size_t used = strlen(s->text);
-  snprintf(s->text + used, sizeof(s->text) - used, "%.*s=%.*s;", (int)klen, key,
-           (int)vlen, v);
-  return ++s->n == s->stop_at ? 7 : 0;
-}
-
-static int on_element(const char *v, size_t vlen, void *arg)
-{
-  struct seen *s = arg;
-  size_t used = strlen(s->text);
-  snprintf(s->text + used, sizeof(s->text) - used, "%.*s;", (int)vlen, v);
-  return ++s->n == s->stop_at ? 7 : 0;
-}
-
-static void test_split_list_page(void **state)
-{
-  const char *page =
-      " {\"kind\":\"PodList\",\"metadata\":{\"resourceVersion\":\"12\","
-      "\"continue\":\"a]b}\"},\n \"items\" : [ {\"a\":\"x\\\"}]\",\"b\":[1,{}]}"
-      " , {\"c\":null} ,[], \"s\\\\\" , -1.5e3,true ] } ";
-  struct seen s = {0};
-  const char *items;
-  char *at;
-  yajl_val v;
-  (void)state;
-  assert_int_equal(carp_json_each_member(page, strlen(page), on_member, &s), 0);
-  assert_int_equal(s.n, 3);
-  assert_non_null(strstr(s.text, "kind=\"PodList\";"));
-  assert_non_null(strstr(
-      s.text, "metadata={\"resourceVersion\":\"12\",\"continue\":\"a]b}\"};"));
-  /* The items array, exactly as written, walked element by element. */
-  items = strstr(page, "[ {");
-  at = strstr(s.text, "items=");
-  assert_non_null(at);
-  assert_int_equal(strncmp(at + 6, items, strlen(items) - 3), 0);
-  memset(&s, 0, sizeof(s));
-  assert_int_equal(
-      carp_json_each_element(items, strlen(items) - 3, on_element, &s), 0);
-  assert_string_equal(s.text,
-                      "{\"a\":\"x\\\"}]\",\"b\":[1,{}]};{\"c\":null};[];"
-                      "\"s\\\\\";-1.5e3;true;");
-  /* Each piece parses on its own. */
-  assert_int_equal(
-      carp_json_parse("{\"a\":\"x\\\"}]\",\"b\":[1,{}]}", 24, &v, NULL), 0);
-  assert_string_equal(carp_json_str(v, "a", NULL), "x\"}]");
-  carp_json_free(v);
-}
-
-static void test_split_edges_and_errors(void **state)
-{
-  struct seen s = {0};
-  static const char *bad_objects[] = {
-      "",          "[]",         "{",           "{\"a\":1",
-      "{\"a\" 1}", "{\"a\":1,}", "{\"a\":\"x}", "{\"a\":1} x",
-      "{a:1}",     "{\"a\":[1}", "{\"a\":}",    "{\"a\":1 \"b\":2}",
-  };
-  size_t i;
-  (void)state;
-  assert_int_equal(carp_json_each_member("{ }", 3, on_member, &s), 0);
-  assert_int_equal(s.n, 0);
-  assert_int_equal(carp_json_each_element(" [ ] ", 5, on_element, &s), 0);
-  assert_int_equal(s.n, 0);
-  for (i = 0; i < sizeof(bad_objects) / sizeof(bad_objects[0]); i++) {
-    memset(&s, 0, sizeof(s));
-    if (carp_json_each_member(bad_objects[i], strlen(bad_objects[i]), on_member,
-                              &s) != CARP_EPARSE)
-      fail_msg("accepted %s", bad_objects[i]);
-  }
-  assert_int_equal(carp_json_each_element("[1,]", 4, on_element, &s),
-                   CARP_EPARSE);
-  assert_int_equal(carp_json_each_element("[1 2]", 5, on_element, &s),
-                   CARP_EPARSE);
-  assert_int_equal(carp_json_each_element("{}", 2, on_element, &s),
-                   CARP_EPARSE);
-  /* A NUL byte inside is refused, not taken as the end. */
-  assert_int_equal(carp_json_each_element("[\"a\0b\"]", 7, on_element, &s),
-                   CARP_EPARSE);
-  assert_int_equal(carp_json_each_element("[{\"a\":\0}]", 9, on_element, &s),
-                   CARP_EPARSE);
-  /* A callback's non-zero answer stops the walk and is returned. */
-  memset(&s, 0, sizeof(s));
-  s.stop_at = 2;
-  assert_int_equal(carp_json_each_element("[1,2,3]", 7, on_element, &s), 7);
-  assert_string_equal(s.text, "1;2;");
-  memset(&s, 0, sizeof(s));
-  s.stop_at = 1;
-  assert_int_equal(
-      carp_json_each_member("{\"a\":1,\"b\":2}", 13, on_member, &s), 7);
-  assert_string_equal(s.text, "a=1;");
-}
-
 static void test_parse_cstr(void **state)
 {
   yajl_val v = NULL;
@@ -254,8 +152,6 @@ int main(void)
       cmocka_unit_test(test_parse_errors),
       cmocka_unit_test(test_writer),
       cmocka_unit_test(test_parse_cstr),
-      cmocka_unit_test(test_split_list_page),
-      cmocka_unit_test(test_split_edges_and_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
