@@ -52,7 +52,7 @@
 
 #define SHUTDOWN_DEADLINE_MS 5000
 #define MAX_INFORMERS        8
-#define MAX_CONTROLLERS      16
+#define MAX_CONTROLLERS      32
 
 struct app {
   const struct carp_options *opts;
@@ -371,6 +371,13 @@ static void on_buffers_placed(void *arg)
     carp_capacitybuffer_controller_placed(a->buffers);
 }
 
+/* Where the next controller goes; NULL when the list is full (every
+ * constructor refuses a NULL out with CARP_EINVAL). */
+static struct carp_controller **slot(struct app *a)
+{
+  return a->nctls < MAX_CONTROLLERS ? &a->ctls[a->nctls] : NULL;
+}
+
 /* Keeps a controller built into a->ctls[a->nctls] (rc 0). */
 static int add_controller(struct app *a, int rc)
 {
@@ -389,44 +396,38 @@ static int start_disruption(struct app *a)
   struct carp_gc_options go;
   int rc;
   memset(&to, 0, sizeof(to));
-  rc =
-      add_controller(a, carp_termination_new(&a->env, &to, &a->ctls[a->nctls]));
+  rc = add_controller(a, carp_termination_new(&a->env, &to, slot(a)));
   if (rc)
     return rc;
   memset(&dopt, 0, sizeof(dopt));
   dopt.poll_interval_ms = (uint64_t)a->opts->disruption_poll_ms;
   dopt.validation_delay_ms = (uint64_t)a->opts->disruption_validation_ms;
   dopt.command_timeout_ms = (uint64_t)a->opts->disruption_command_timeout_ms;
-  if ((rc = add_controller(
-           a, carp_disruption_new(&a->env, &dopt, &a->ctls[a->nctls]))) ||
-      (rc = add_controller(a,
-                           carp_expiration_new(&a->env, &a->ctls[a->nctls]))) ||
-      (rc = add_controller(
-           a, carp_disruption_conditions_new(&a->env, &a->ctls[a->nctls]))))
+  if ((rc = add_controller(a, carp_disruption_new(&a->env, &dopt, slot(a)))) ||
+      (rc = add_controller(a, carp_expiration_new(&a->env, slot(a)))) ||
+      (rc =
+           add_controller(a, carp_disruption_conditions_new(&a->env, slot(a)))))
     return rc;
   memset(&io, 0, sizeof(io));
   io.host_offline_toleration_ms = (uint64_t)a->opts->host_offline_toleration_ms;
-  if ((rc = add_controller(
-           a, carp_interruption_new(&a->env, &io, &a->ctls[a->nctls]))))
+  if ((rc = add_controller(a, carp_interruption_new(&a->env, &io, slot(a)))))
     return rc;
   if (a->opts->node_repair) {
     struct carp_repair_options ro = {
         .toleration_ms = (uint64_t)a->opts->node_repair_toleration_ms,
         .max_unhealthy_percent = a->opts->node_repair_max_unhealthy};
-    rc = add_controller(a, carp_repair_new(&a->env, &ro, &a->ctls[a->nctls]));
+    rc = add_controller(a, carp_repair_new(&a->env, &ro, slot(a)));
     if (rc)
       return rc;
   }
   memset(&go, 0, sizeof(go));
   go.interval_ms = (uint64_t)a->opts->gc_interval_ms;
   go.leaked_vm_grace_ms = (uint64_t)a->opts->gc_leaked_vm_grace_ms;
-  if ((rc = add_controller(a, carp_gc_new(&a->env, &go, &a->ctls[a->nctls]))))
+  if ((rc = add_controller(a, carp_gc_new(&a->env, &go, slot(a)))))
     return rc;
-  if ((rc = add_controller(
-           a, carp_static_provisioning_new(&a->env, &a->ctls[a->nctls]))))
+  if ((rc = add_controller(a, carp_static_provisioning_new(&a->env, slot(a)))))
     return rc;
-  return add_controller(
-      a, carp_static_deprovisioning_new(&a->env, &a->ctls[a->nctls]));
+  return add_controller(a, carp_static_deprovisioning_new(&a->env, slot(a)));
 }
 
 static int start_controllers(struct app *a)
@@ -443,10 +444,9 @@ static int start_controllers(struct app *a)
   memset(&npo, 0, sizeof(npo));
   npo.on_ready = on_pool_ready;
   npo.on_ready_arg = a;
-  if ((rc = add_controller(
-           a, carp_metricsctl_new(&a->env, &mo, &a->ctls[a->nctls]))) ||
+  if ((rc = add_controller(a, carp_metricsctl_new(&a->env, &mo, slot(a)))) ||
       (rc = add_controller(
-           a, carp_nodepool_controller_new(&a->env, &npo, &a->ctls[a->nctls]))))
+           a, carp_nodepool_controller_new(&a->env, &npo, slot(a)))))
     return rc;
   if (!a->provider)
     return 0;
@@ -455,11 +455,9 @@ static int start_controllers(struct app *a)
   nco.nregions = a->npve_regions;
   nco.region_status = carp_pve_provider_region_status;
   nco.templates = carp_pve_provider_templates;
-  rc = add_controller(
-      a, carp_nodeclass_controller_new(&a->env, &nco, &a->ctls[a->nctls]));
+  rc = add_controller(a, carp_nodeclass_controller_new(&a->env, &nco, slot(a)));
   if (!rc)
-    rc = add_controller(
-        a, carp_nodeoverlay_controller_new(&a->env, &a->ctls[a->nctls]));
+    rc = add_controller(a, carp_nodeoverlay_controller_new(&a->env, slot(a)));
   if (rc)
     return rc;
   memset(&po, 0, sizeof(po));
@@ -467,8 +465,7 @@ static int start_controllers(struct app *a)
   po.batch_max_ms = (uint64_t)a->opts->batch_max_ms;
   po.on_buffers_placed = on_buffers_placed;
   po.on_buffers_placed_arg = a;
-  rc =
-      add_controller(a, carp_provisioner_new(&a->env, &po, &a->ctls[a->nctls]));
+  rc = add_controller(a, carp_provisioner_new(&a->env, &po, slot(a)));
   if (rc)
     return rc;
   a->provisioner = a->ctls[a->nctls - 1];
@@ -476,14 +473,14 @@ static int start_controllers(struct app *a)
   bo.on_change = on_buffers_changed;
   bo.on_change_arg = a;
   rc = add_controller(
-      a, carp_capacitybuffer_controller_new(&a->env, &bo, &a->ctls[a->nctls]));
+      a, carp_capacitybuffer_controller_new(&a->env, &bo, slot(a)));
   if (rc)
     return rc;
   a->buffers = a->ctls[a->nctls - 1];
   memset(&lo, 0, sizeof(lo));
   lo.launch_timeout_ms = (uint64_t)a->opts->launch_timeout_ms;
   lo.registration_timeout_ms = (uint64_t)a->opts->registration_timeout_ms;
-  rc = add_controller(a, carp_lifecycle_new(&a->env, &lo, &a->ctls[a->nctls]));
+  rc = add_controller(a, carp_lifecycle_new(&a->env, &lo, slot(a)));
   if (rc)
     return rc;
   return start_disruption(a);

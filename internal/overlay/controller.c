@@ -222,8 +222,12 @@ static const struct carp_controller_def def = {
 int carp_nodeoverlay_controller_new(const struct carp_controller_env *env,
                                     struct carp_controller **out)
 {
-  struct overlay_ctl *o = CARP_NEW(struct overlay_ctl);
-  int rc = carp_controller_init(&o->base, env, &def);
+  struct overlay_ctl *o;
+  int rc;
+  if (!env || !out)
+    return CARP_EINVAL;
+  o = CARP_NEW(struct overlay_ctl);
+  rc = carp_controller_init(&o->base, env, &def);
   if (rc) {
     carp_free(o);
     return rc;
