@@ -384,6 +384,12 @@ class Sim:
         h.mode = mode
         h.offline_since = time.time()
         self.stats["host_offline"] += 1
+        # The cluster stops hearing from the host at once: its guests'
+        # last stats go now, not at the next tick (their status reads
+        # "unknown" in /cluster/resources from here on).
+        for vm in self.vms.values():
+            if vm.node == name:
+                self.rrd_vm.pop(vm.vmid, None)
         if mode == "crash":
             for vm in self.vms.values():
                 if vm.node == name and vm.running:
