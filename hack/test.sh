@@ -73,8 +73,8 @@ echo "== build (address + undefined sanitizers)"
 carp_build build-asan -DCARP_SANITIZE=ON
 echo "== ctest (sanitizers)"
 # Simulator conformance suites exercise only python and kubectl: once is
-# enough; so are the long fault-injection runs (label slow), to keep the
-# suite within CI's 30 minutes on 2 cores.
+# enough; so are the five longest e2e runs (label slow), to keep the suite
+# within CI's 30 minutes on 2 cores.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --output-on-failure -j "$jobs" -LE 'sim|slow' "$@")
