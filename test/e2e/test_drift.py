@@ -10,34 +10,8 @@
   new template; nodes on other hosts are left alone."""
 import time
 
-from e2elib import E2ETest, deployment_yaml, parse_time, wait_until
-
-
-def pool_yaml(name, budget="1"):
-    return "\n".join([
-        "apiVersion: karpenter.sh/v1",
-        "kind: NodePool",
-        "metadata:",
-        "  name: %s" % name,
-        "spec:",
-        "  template:",
-        "    spec:",
-        "      nodeClassRef:",
-        "        group: carpenter.dev",
-        "        kind: ProxmoxNodeClass",
-        "        name: default",
-        "      requirements:",
-        "        - key: carpenter.dev/instance-family",
-        "          operator: In",
-        "          values: [c1]",
-        "        - key: carpenter.dev/instance-cpu",
-        "          operator: In",
-        "          values: ['2']",
-        "  disruption:",
-        "    consolidateAfter: Never",
-        "    budgets:",
-        "      - nodes: '%s'" % budget,
-    ]) + "\n"
+from e2elib import (E2ETest, deployment_yaml, nodepool_yaml, parse_time,
+                    wait_until)
 
 
 class DriftTest(E2ETest):
@@ -54,7 +28,7 @@ class DriftTest(E2ETest):
         return None
 
     def test_1_template_label_replaces_one_at_a_time(self):
-        self.apply(pool_yaml("blue"))
+        self.apply(nodepool_yaml("blue", budgets=("1",)))
         self.apply(deployment_yaml("blue", "blue", replicas=3, cpu="1200m"))
         self.wait_running("blue", 3, timeout=120)
         old = {c["metadata"]["name"] for c in self.claims_of_pool("blue")}
@@ -100,7 +74,7 @@ class DriftTest(E2ETest):
         self.assertEqual(self.pod_deletes(), [])
 
     def test_2_new_template_on_one_host(self):
-        self.apply(pool_yaml("img", budget="100%"))
+        self.apply(nodepool_yaml("img"))
         self.apply(deployment_yaml("img", "img", replicas=2, cpu="1200m"))
         self.wait_running("img", 2, timeout=120)
         claims = self.live_claims("img")

@@ -11,36 +11,10 @@ other hosts are left alone, and no new VM goes to the host in maintenance
 meanwhile."""
 import time
 
-from e2elib import E2ETest, deployment_yaml, parse_time, wait_until
+from e2elib import (E2ETest, deployment_yaml, nodepool_yaml, parse_time,
+                    wait_until)
 
 ZONE = "topology.kubernetes.io/zone"
-
-
-def pool_yaml(name):
-    return "\n".join([
-        "apiVersion: karpenter.sh/v1",
-        "kind: NodePool",
-        "metadata:",
-        "  name: %s" % name,
-        "spec:",
-        "  template:",
-        "    spec:",
-        "      nodeClassRef:",
-        "        group: carpenter.dev",
-        "        kind: ProxmoxNodeClass",
-        "        name: default",
-        "      requirements:",
-        "        - key: carpenter.dev/instance-family",
-        "          operator: In",
-        "          values: [c1]",
-        "        - key: carpenter.dev/instance-cpu",
-        "          operator: In",
-        "          values: ['2']",
-        "  disruption:",
-        "    consolidateAfter: Never",
-        "    budgets:",
-        "      - nodes: '1'",
-    ]) + "\n"
 
 
 class HostMaintenanceTest(E2ETest):
@@ -57,7 +31,7 @@ class HostMaintenanceTest(E2ETest):
                              getattr(self, "host", "pve1"))
 
     def test_host_in_maintenance_is_emptied(self):
-        self.apply(pool_yaml("maint"))
+        self.apply(nodepool_yaml("maint", budgets=("1",)))
         self.apply(deployment_yaml("maint", "maint", replicas=3,
                                    cpu="1200m"))
         self.wait_running("maint", 3, timeout=120)
