@@ -35,4 +35,10 @@ void carp_nodeclass_ref_encode(struct carp_jw *w,
  * and closes both objects. */
 void carp_status_patch_begin(struct carp_jw *w, const char *rv);
 
+struct carp_conditions;
+/* A whole status merge patch that sets only the conditions (the list is
+ * replaced whole: pass rv so that the write cannot undo another's). */
+int carp_conditions_status_patch(const struct carp_conditions *conds,
+                                 const char *rv, struct carp_buf *out);
+
 #endif

@@ -67,9 +67,4 @@ double carp_nodeoverlay_price(const struct carp_nodeoverlay *ov, double price);
  * the controller for its current generation. */
 int carp_nodeoverlay_in_force(const struct carp_nodeoverlay *ov);
 
-/* A merge patch of the status subresource: the conditions, with
- * metadata.resourceVersion when rv is not NULL. */
-int carp_nodeoverlay_status_patch(const struct carp_conditions *conds,
-                                  const char *rv, struct carp_buf *out);
-
 #endif

@@ -5,6 +5,7 @@
 
 #include <string.h>
 
+#include "carpenter/conditions.h"
 #include "carpenter/quantity.h"
 
 static int binary_resource(const char *name)
@@ -121,4 +122,17 @@ void carp_status_patch_begin(struct carp_jw *w, const char *rv)
   }
   carp_jw_key(w, "status");
   carp_jw_obj(w);
+}
+
+int carp_conditions_status_patch(const struct carp_conditions *conds,
+                                 const char *rv, struct carp_buf *out)
+{
+  struct carp_jw w;
+  carp_jw_init(&w, out);
+  carp_status_patch_begin(&w, rv);
+  carp_jw_key(&w, "conditions");
+  carp_conditions_encode(&w, conds);
+  carp_jw_obj_end(&w);
+  carp_jw_obj_end(&w);
+  return carp_jw_finish(&w);
 }

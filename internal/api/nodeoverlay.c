@@ -130,24 +130,3 @@ int carp_nodeoverlay_in_force(const struct carp_nodeoverlay *ov)
          v->status == CARP_COND_TRUE &&
          v->observed_generation == ov->meta.generation;
 }
-
-int carp_nodeoverlay_status_patch(const struct carp_conditions *conds,
-                                  const char *rv, struct carp_buf *out)
-{
-  struct carp_jw w;
-  carp_jw_init(&w, out);
-  carp_jw_obj(&w);
-  if (rv) {
-    carp_jw_key(&w, "metadata");
-    carp_jw_obj(&w);
-    carp_jw_kstr(&w, "resourceVersion", rv);
-    carp_jw_obj_end(&w);
-  }
-  carp_jw_key(&w, "status");
-  carp_jw_obj(&w);
-  carp_jw_key(&w, "conditions");
-  carp_conditions_encode(&w, conds);
-  carp_jw_obj_end(&w);
-  carp_jw_obj_end(&w);
-  return carp_jw_finish(&w);
-}

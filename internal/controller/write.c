@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
+#include "carpenter/api_encode.h"
 #include "carpenter/api.h"
 #include "carpenter/controller.h"
 #include "carpenter/error.h"
@@ -261,7 +262,6 @@ int carp_write_pool_condition_once(struct carp_controller *c,
       carp_conditions_get(&np->status.conditions, type);
   struct carp_conditions conds;
   struct carp_buf body;
-  struct carp_jw w;
   int rc;
   if (now && now->status != CARP_COND_UNKNOWN)
     return 1;
@@ -273,19 +273,7 @@ int carp_write_pool_condition_once(struct carp_controller *c,
   /* A merge patch replaces the whole list: the resourceVersion keeps it
    * from undoing a concurrent change to another condition. */
   carp_buf_init(&body, CARP_BUF_UNLIMITED);
-  carp_jw_init(&w, &body);
-  carp_jw_obj(&w);
-  carp_jw_key(&w, "metadata");
-  carp_jw_obj(&w);
-  carp_jw_kstr(&w, "resourceVersion", np->meta.resource_version);
-  carp_jw_obj_end(&w);
-  carp_jw_key(&w, "status");
-  carp_jw_obj(&w);
-  carp_jw_key(&w, "conditions");
-  carp_conditions_encode(&w, &conds);
-  carp_jw_obj_end(&w);
-  carp_jw_obj_end(&w);
-  rc = carp_jw_finish(&w);
+  rc = carp_conditions_status_patch(&conds, np->meta.resource_version, &body);
   if (!rc)
     rc = carp_write_patch(c, NULL, &ref, body.ptr, body.len, NULL, NULL);
   carp_buf_free(&body);

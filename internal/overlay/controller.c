@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
+#include "carpenter/api_encode.h"
 #include "carpenter/error.h"
 #include "carpenter/log.h"
 #include "carpenter/nodeclaim.h"
@@ -129,8 +130,8 @@ static void judge(struct carp_controller *c, const struct carp_nodeoverlay *ov,
                   CARP_F_STR("reason", reason ? reason : "ValidationSucceeded"),
                   CARP_F_STR("detail", msg));
     carp_buf_init(&body, 64 * 1024);
-    if (carp_nodeoverlay_status_patch(&conds, ov->meta.resource_version,
-                                      &body) == 0) {
+    if (carp_conditions_status_patch(&conds, ov->meta.resource_version,
+                                     &body) == 0) {
       o->writes++;
       rc = carp_write_patch(c, KEY, &ref, body.ptr, body.len, on_written, NULL);
       if (rc) {
