@@ -162,6 +162,9 @@ void carp_controller_hold(struct carp_controller *c);
 void carp_controller_release(struct carp_controller *c);
 
 /* ---- events ---- */
+/* The event target of a cached object (api_version as given). */
+struct carp_event_target carp_event_target_of(const struct carp_objmeta *m,
+                                              const char *api_version);
 void carp_controller_event(struct carp_controller *c,
                            const struct carp_objmeta *m,
                            const char *api_version, enum carp_event_type type,

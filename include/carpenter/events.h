@@ -13,7 +13,6 @@
 #include <uv.h>
 
 #include "carpenter/kube.h"
-#include "carpenter/object.h"
 
 struct carp_recorder;
 struct carp_metrics;
@@ -60,9 +59,6 @@ int carp_recorder_body_finish(struct carp_jw *w, struct carp_recorder *r,
                               const struct carp_event_target *t,
                               struct carp_logfold *fold, const char *logger,
                               const char *key, const char *what);
-/* The target of a cached object (api_version as given). */
-struct carp_event_target carp_event_target_of(const struct carp_objmeta *m,
-                                              const char *api_version);
 /* Events created, folded (patched) and dropped, for tests and metrics. */
 struct carp_recorder_stats {
   uint64_t created;

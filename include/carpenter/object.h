@@ -1,4 +1,4 @@
-/* Module kube (internal/kube). Cached Kubernetes objects: compact, immutable,
+/* Module api (internal/api). Cached Kubernetes objects: compact, immutable,
  * reference-counted.
  *
  * Each kind (pod, node, nodeclaim...) decodes the JSON of an object

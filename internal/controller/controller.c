@@ -199,6 +199,18 @@ void carp_controller_resync(struct carp_controller *c, uint64_t period_ms)
 
 /* ---- events ---- */
 
+struct carp_event_target carp_event_target_of(const struct carp_objmeta *m,
+                                              const char *api_version)
+{
+  struct carp_event_target t;
+  t.api_version = api_version;
+  t.kind = m->kind ? m->kind->name : "";
+  t.namespace = m->namespace;
+  t.name = m->name;
+  t.uid = m->uid;
+  return t;
+}
+
 void carp_controller_event(struct carp_controller *c,
                            const struct carp_objmeta *m,
                            const char *api_version, enum carp_event_type type,

@@ -347,18 +347,6 @@ int carp_recorder_body_finish(struct carp_jw *w, struct carp_recorder *r,
   return rc;
 }
 
-struct carp_event_target carp_event_target_of(const struct carp_objmeta *m,
-                                              const char *api_version)
-{
-  struct carp_event_target t;
-  t.api_version = api_version;
-  t.kind = m->kind ? m->kind->name : "";
-  t.namespace = m->namespace;
-  t.name = m->name;
-  t.uid = m->uid;
-  return t;
-}
-
 static void on_sweep(uv_timer_t *tm)
 {
   struct carp_recorder *r = tm->data;
