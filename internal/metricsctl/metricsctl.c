@@ -126,7 +126,9 @@ static void resource_label(const char *name, char *out, size_t size)
 }
 
 /* Writes one sample per resource of r: cpu in cores, the others as they
- * are. with_pods includes "pods"; extended resources always follow. */
+ * are. with_pods includes "pods" (for the request gauges the number of
+ * pods, as Karpenter's RequestsForPods counts them; the capacity panels
+ * read it); extended resources always follow. */
 static void put_resources(struct carp_metric_writer *w,
                           const struct carp_mctl_node *s,
                           const struct carp_resources *r, int with_pods)
@@ -168,7 +170,7 @@ static void stream_pod_requests(struct carp_metric_writer *w, void *arg)
   size_t i;
   carp__mctl_snapshot(m, carp_metric_writer_scrape(w));
   for (i = 0; i < m->nsnap; i++)
-    put_resources(w, &m->snap[i], &m->snap[i].pod_requests, 0);
+    put_resources(w, &m->snap[i], &m->snap[i].pod_requests, 1);
 }
 
 static void stream_daemon_requests(struct carp_metric_writer *w, void *arg)
@@ -177,7 +179,7 @@ static void stream_daemon_requests(struct carp_metric_writer *w, void *arg)
   size_t i;
   carp__mctl_snapshot(m, carp_metric_writer_scrape(w));
   for (i = 0; i < m->nsnap; i++)
-    put_resources(w, &m->snap[i], &m->snap[i].daemon_requests, 0);
+    put_resources(w, &m->snap[i], &m->snap[i].daemon_requests, 1);
 }
 
 static void stream_overhead(struct carp_metric_writer *w, void *arg)
