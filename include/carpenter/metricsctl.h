@@ -19,6 +19,9 @@
  *   karpenter_nodepools_usage, karpenter_nodepools_limit {nodepool,
  *       resource_type}
  *   karpenter_cluster_state_node_count, _synced, _unsynced_time_seconds
+ *   operator_status_condition_count, _current_status_seconds,
+ *       _transitions_total, _transition_seconds   operatorpkg's, for
+ *       NodePools, NodeClaims and ProxmoxNodeClasses (conditions.c)
  *
  * Gauges are streamed families (include/carpenter/metrics.h): computed at
  * scrape time from the informer caches, with no per-series memory and no
