@@ -3,7 +3,8 @@
  * Karpenter's names and labels:
  *
  *   karpenter_nodes_allocatable, _total_pod_requests,
- *   _total_daemon_requests, _system_overhead           gauges per node and
+ *   _total_daemon_requests, _total_pod_limits,
+ *   _total_daemon_limits, _system_overhead             gauges per node and
  *       resource_type (cpu in cores, memory and ephemeral_storage in bytes,
  *       pods), labels node_name, nodepool, zone, region, instance_type,
  *       arch, os, capacity_type, managed, resource_type

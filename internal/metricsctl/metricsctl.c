@@ -3,6 +3,7 @@
  * from a per-scrape snapshot of the nodes (their labels and the requests
  * of the pods bound to them, summed through the pods-by-node index);
  * pods.c streams karpenter_pods_state and observes the pod durations. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +36,8 @@ static void snap_clear(struct carp_metricsctl *m)
   for (i = 0; i < m->nsnap; i++) {
     carp_resources_cleanup(&m->snap[i].pod_requests);
     carp_resources_cleanup(&m->snap[i].daemon_requests);
+    carp_resources_cleanup(&m->snap[i].pod_limits);
+    carp_resources_cleanup(&m->snap[i].daemon_limits);
     carp_free(m->snap[i].pod_labels);
   }
   m->nsnap = 0;
@@ -85,8 +88,11 @@ void carp__mctl_snapshot(struct carp_metricsctl *m, uint64_t scrape)
       if (carp_pod_is_terminal(p) || !p->spec)
         continue;
       carp_resources_add(&s->pod_requests, &p->spec->requests);
-      if (carp_pod_is_daemon(p))
+      carp_resources_add(&s->pod_limits, &p->spec->limits);
+      if (carp_pod_is_daemon(p)) {
         carp_resources_add(&s->daemon_requests, &p->spec->requests);
+        carp_resources_add(&s->daemon_limits, &p->spec->limits);
+      }
     }
     carp__mctl_pod_labels(s);
     carp_map_puts(&m->snap_index, n->meta.name, s);
@@ -164,22 +170,36 @@ static void stream_allocatable(struct carp_metric_writer *w, void *arg)
     put_resources(w, &m->snap[i], &m->snap[i].node->allocatable, 1);
 }
 
-static void stream_pod_requests(struct carp_metric_writer *w, void *arg)
+/* One of the snapshot's per-node sums (at offset off in each entry). */
+static void stream_sums(struct carp_metric_writer *w, struct carp_metricsctl *m,
+                        size_t off)
 {
-  struct carp_metricsctl *m = arg;
   size_t i;
   carp__mctl_snapshot(m, carp_metric_writer_scrape(w));
   for (i = 0; i < m->nsnap; i++)
-    put_resources(w, &m->snap[i], &m->snap[i].pod_requests, 1);
+    put_resources(
+        w, &m->snap[i],
+        (const struct carp_resources *)((const char *)&m->snap[i] + off), 1);
+}
+
+static void stream_pod_requests(struct carp_metric_writer *w, void *arg)
+{
+  stream_sums(w, arg, offsetof(struct carp_mctl_node, pod_requests));
 }
 
 static void stream_daemon_requests(struct carp_metric_writer *w, void *arg)
 {
-  struct carp_metricsctl *m = arg;
-  size_t i;
-  carp__mctl_snapshot(m, carp_metric_writer_scrape(w));
-  for (i = 0; i < m->nsnap; i++)
-    put_resources(w, &m->snap[i], &m->snap[i].daemon_requests, 1);
+  stream_sums(w, arg, offsetof(struct carp_mctl_node, daemon_requests));
+}
+
+static void stream_pod_limits(struct carp_metric_writer *w, void *arg)
+{
+  stream_sums(w, arg, offsetof(struct carp_mctl_node, pod_limits));
+}
+
+static void stream_daemon_limits(struct carp_metric_writer *w, void *arg)
+{
+  stream_sums(w, arg, offsetof(struct carp_mctl_node, daemon_limits));
 }
 
 static void stream_overhead(struct carp_metric_writer *w, void *arg)
@@ -403,6 +423,16 @@ static void register_all(struct carp_metricsctl *m)
       "Node total daemon requests are the resource requested by DaemonSet "
       "pods bound to nodes.",
       CARP_LABELS(NODE_LABELS, "resource_type"), stream_daemon_requests);
+  carp__mctl_stream(m, "karpenter_nodes_total_pod_limits",
+                    "Node total pod limits are the resources specified by pod "
+                    "limits, including the DaemonSet pods.",
+                    CARP_LABELS(NODE_LABELS, "resource_type"),
+                    stream_pod_limits);
+  carp__mctl_stream(m, "karpenter_nodes_total_daemon_limits",
+                    "Node total daemon limits are the resources specified by "
+                    "DaemonSet pod limits.",
+                    CARP_LABELS(NODE_LABELS, "resource_type"),
+                    stream_daemon_limits);
   carp__mctl_stream(
       m, "karpenter_nodes_system_overhead",
       "Node system daemon overhead are the resources reserved for system "

@@ -33,6 +33,8 @@ struct carp_mctl_node {
   const char *labels[NL_COUNT];
   struct carp_resources pod_requests;    /* non-terminal pods */
   struct carp_resources daemon_requests; /* of which DaemonSet pods */
+  struct carp_resources pod_limits;      /* the same for limits */
+  struct carp_resources daemon_limits;
   double lifetime_s;
   /* karpenter_pods_state's node labels for pods on this node, formatted:
    * `",nodepool="…",zone="…",arch="…",capacity_type="…",instance_type="…` */
@@ -47,7 +49,7 @@ struct carp_metricsctl {
   struct carp_controller base;
   struct carp_cluster *cluster; /* base.env.cluster */
   struct carp_metricsctl_options o;
-  struct carp_metric *streams[24];
+  struct carp_metric *streams[28];
   struct carp_metric *m_cond_transitions; /* conditions.c */
   struct carp_metric *m_cond_durations;
   size_t nstreams;

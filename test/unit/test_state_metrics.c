@@ -2,7 +2,9 @@
  * the provider, on the kit: karpenter_pods_unbound_time_seconds (a series
  * per unbound pod, gone once it binds or goes, capped by the pod series
  * limit), karpenter_nodepools_cost_total (the offering prices of each
- * pool's NodeClaims) and operatorpkg's operator_status_condition_* (a
+ * pool's NodeClaims), karpenter_nodes_total_pod_limits and
+ * _total_daemon_limits (container limits as Kubernetes sums them), and
+ * operatorpkg's operator_status_condition_* (a
  * series per object and condition, transitions counted and timed). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,6 +39,15 @@ static void setup(struct kit *k, size_t limit)
   kit_nodeclass(k, "default");
 }
 
+/* The kit with the pool "default" and its node n1, started. */
+static void started_with_node(struct kit *k, const char *type)
+{
+  setup(k, 0);
+  kit_nodepool(k, "default", "");
+  kit_node(k, "n1", "default", type);
+  kit_start(k);
+}
+
 static double unbound(struct kit *k, const char *name)
 {
   char want[128];
@@ -45,28 +56,30 @@ static double unbound(struct kit *k, const char *name)
                     CARP_VALUES(want));
 }
 
-static size_t unbound_series(struct kit *k)
+/* Occurrences of text in a rendering of the metrics. */
+static size_t count_lines(struct kit *k, const char *prefix)
 {
   struct carp_buf out;
   const char *at;
   size_t n = 0;
   carp_buf_init(&out, CARP_BUF_UNLIMITED);
   carp_metrics_render(k->metrics, &out);
-  for (at = carp_buf_cstr(&out);
-       (at = strstr(at, "\nkarpenter_pods_unbound_time_seconds{")); at++)
+  for (at = carp_buf_cstr(&out); (at = strstr(at, prefix)); at++)
     n++;
   carp_buf_free(&out);
   return n;
+}
+
+static size_t unbound_series(struct kit *k)
+{
+  return count_lines(k, "\nkarpenter_pods_unbound_time_seconds{");
 }
 
 static void test_unbound_time_until_bound(void **state)
 {
   struct kit k;
   (void)state;
-  setup(&k, 0);
-  kit_nodepool(&k, "default", "");
-  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
-  kit_start(&k);
+  started_with_node(&k, "c1.2VCPU-4GB");
   kit_pod(&k, "default", "waits", NULL, 100, "");
   kit_pod(&k, "default", "runs", "n1", 100, "");
   kit_advance(&k, 90 * SEC);
@@ -130,19 +143,6 @@ static void test_nodepool_cost(void **state)
 #define NC_READY                                                               \
   "name=\"default\",group=\"carpenter.dev\",kind=\"ProxmoxNodeClass\",type="   \
   "\"Ready\""
-
-static size_t count_lines(struct kit *k, const char *prefix)
-{
-  struct carp_buf out;
-  const char *at;
-  size_t n = 0;
-  carp_buf_init(&out, CARP_BUF_UNLIMITED);
-  carp_metrics_render(k->metrics, &out);
-  for (at = carp_buf_cstr(&out); (at = strstr(at, prefix)); at++)
-    n++;
-  carp_buf_free(&out);
-  return n;
-}
 
 static void test_status_conditions(void **state)
 {
@@ -227,6 +227,55 @@ static void test_status_conditions(void **state)
   kit_close(&k);
 }
 
+/* A running pod on node with container limits and requests. */
+static void limited_pod(struct kit *k, const char *name, const char *node,
+                        const char *owner_kind, const char *limits)
+{
+  kit_apply(k,
+            "{apiVersion: v1, kind: Pod, metadata: {name: %s, namespace: "
+            "default, ownerReferences: [{apiVersion: apps/v1, kind: %s,"
+            "  name: o-%s, uid: u-%s, controller: true}]},"
+            " spec: {nodeName: %s, containers: [{name: c, image: x,"
+            "  resources: {requests: {cpu: 100m}, limits: %s}},"
+            "  {name: d, image: x}],"
+            "  initContainers: [{name: i, image: x,"
+            "   resources: {limits: {cpu: '3'}}}]},"
+            " status: {phase: Running}}",
+            name, owner_kind, name, name, node, limits);
+}
+
+#define N1_LIMITS(family, resource)                                            \
+  kit_metric(                                                                  \
+      &k, family,                                                              \
+      CARP_VALUES("node_name=\"n1\"", "resource_type=\"" resource "\""))
+
+static void test_node_limits(void **state)
+{
+  struct kit k;
+  (void)state;
+  started_with_node(&k, "c1.4VCPU-8GB");
+  /* Containers' limits summed, the larger of that and an init
+   * container's: max(2, 3) cores; memory 1Gi (the init container has
+   * none). */
+  limited_pod(&k, "web", "n1", "ReplicaSet", "{cpu: '2', memory: 1Gi}");
+  limited_pod(&k, "agent", "n1", "DaemonSet", "{cpu: 500m}");
+  limited_pod(&k, "other", "n2", "ReplicaSet", "{cpu: '8'}");
+  /* web 3 + agent 3 (its init container's 3 beat its 500m). */
+  assert_true(N1_LIMITS("karpenter_nodes_total_pod_limits", "cpu") == 6);
+  assert_true(N1_LIMITS("karpenter_nodes_total_pod_limits", "memory") ==
+              1024.0 * 1024 * 1024);
+  assert_true(N1_LIMITS("karpenter_nodes_total_pod_limits", "pods") == 2);
+  assert_true(N1_LIMITS("karpenter_nodes_total_daemon_limits", "cpu") == 3);
+  assert_true(N1_LIMITS("karpenter_nodes_total_daemon_limits", "memory") == 0);
+  assert_true(N1_LIMITS("karpenter_nodes_total_daemon_limits", "pods") == 1);
+  /* Requests are apart from limits. */
+  assert_true(N1_LIMITS("karpenter_nodes_total_pod_requests", "cpu") == 0.2);
+  kit_delete(&k, "Pod", "default/web");
+  assert_true(N1_LIMITS("karpenter_nodes_total_pod_limits", "cpu") == 3);
+  assert_true(N1_LIMITS("karpenter_nodes_total_pod_limits", "pods") == 1);
+  kit_close(&k);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -234,6 +283,7 @@ int main(void)
       cmocka_unit_test(test_unbound_time_respects_the_series_limit),
       cmocka_unit_test(test_nodepool_cost),
       cmocka_unit_test(test_status_conditions),
+      cmocka_unit_test(test_node_limits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
