@@ -63,6 +63,7 @@ struct carp_podspec {
   char *canon; /* intern key */
   size_t canon_len;
   struct carp_resources requests; /* effective, overhead included */
+  struct carp_resources limits;   /* effective (node limit gauges) */
   const struct carp_kvset *node_selector;
   uint32_t nrequired;
   struct carp_term *required; /* node affinity terms, ORed */
@@ -180,8 +181,8 @@ struct carp_podspec_dec {
     struct carp_podspec_dec *sd;
     int which;
   } lists[2];
-  struct carp_jcopy ccopy[3]; /* the container at hand's requests, ports,
-                                 restartPolicy */
+  struct carp_jcopy ccopy[4]; /* the container at hand's requests, ports,
+                                 restartPolicy, limits */
   int deep;                   /* nested deeper than can be copied */
   int has_pvc;
   /* The pod's own fields. */

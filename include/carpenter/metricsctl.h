@@ -3,7 +3,8 @@
  * Karpenter's names and labels:
  *
  *   karpenter_nodes_allocatable, _total_pod_requests,
- *   _total_daemon_requests, _system_overhead           gauges per node and
+ *   _total_daemon_requests, _total_pod_limits,
+ *   _total_daemon_limits, _system_overhead             gauges per node and
  *       resource_type (cpu in cores, memory and ephemeral_storage in bytes,
  *       pods), labels node_name, nodepool, zone, region, instance_type,
  *       arch, os, capacity_type, managed, resource_type
@@ -19,6 +20,9 @@
  *   karpenter_nodepools_usage, karpenter_nodepools_limit {nodepool,
  *       resource_type}
  *   karpenter_cluster_state_node_count, _synced, _unsynced_time_seconds
+ *   operator_status_condition_count, _current_status_seconds,
+ *       _transitions_total, _transition_seconds   operatorpkg's, for
+ *       NodePools, NodeClaims and ProxmoxNodeClasses (conditions.c)
  *
  * Gauges are streamed families (include/carpenter/metrics.h): computed at
  * scrape time from the informer caches, with no per-series memory and no

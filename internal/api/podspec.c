@@ -12,7 +12,9 @@
  * Effective requests follow Kubernetes (1.29+ sidecars included): the
  * larger of the containers' sum plus restartable init containers, and the
  * biggest one-shot init container plus the sidecars started before it;
- * then the pod overhead is added. */
+ * then the pod overhead is added. Effective limits are summed the same
+ * way (the pod overhead added to the resources that have a limit), as
+ * Karpenter's node limit gauges read them. */
 #include <stdio.h>
 #include <string.h>
 
@@ -42,6 +44,7 @@ static void spec_free(struct carp_podspec *s)
 {
   uint32_t i, j;
   carp_resources_cleanup(&s->requests);
+  carp_resources_cleanup(&s->limits);
   carp_kvset_release(s->node_selector);
   for (i = 0; i < s->nrequired; i++)
     carp_term_cleanup(&s->required[i]);
@@ -73,8 +76,9 @@ static void spec_free(struct carp_podspec *s)
   carp_free(s);
 }
 
-static int decode_requests(yajl_val spec, const char *path,
-                           struct carp_resources *out, char **err)
+/* which: "requests" or "limits". */
+static int decode_effective(yajl_val spec, const char *path, const char *which,
+                            struct carp_resources *out, char **err)
 {
   struct carp_resources sum, sidecars, init_max, one, overhead;
   yajl_val containers = carp_json_arr(spec, "containers", NULL);
@@ -88,10 +92,10 @@ static int decode_requests(yajl_val spec, const char *path,
   memset(&init_max, 0, sizeof(init_max));
   memset(&overhead, 0, sizeof(overhead));
   for (i = 0; !rc && containers && i < containers->u.array.len; i++) {
-    snprintf(p, sizeof(p), "%s.containers[%zu].resources.requests", path, i);
-    rc = carp_resources_decode(carp_json_get(containers->u.array.values[i],
-                                             "resources", "requests", NULL),
-                               p, &one, err);
+    snprintf(p, sizeof(p), "%s.containers[%zu].resources.%s", path, i, which);
+    rc = carp_resources_decode(
+        carp_json_get(containers->u.array.values[i], "resources", which, NULL),
+        p, &one, err);
     if (!rc) {
       carp_resources_add(&sum, &one);
       carp_resources_cleanup(&one);
@@ -100,10 +104,10 @@ static int decode_requests(yajl_val spec, const char *path,
   for (i = 0; !rc && inits && i < inits->u.array.len; i++) {
     yajl_val c = inits->u.array.values[i];
     const char *policy = carp_json_str(c, "restartPolicy", NULL);
-    snprintf(p, sizeof(p), "%s.initContainers[%zu].resources.requests", path,
-             i);
-    rc = carp_resources_decode(carp_json_get(c, "resources", "requests", NULL),
-                               p, &one, err);
+    snprintf(p, sizeof(p), "%s.initContainers[%zu].resources.%s", path, i,
+             which);
+    rc = carp_resources_decode(carp_json_get(c, "resources", which, NULL), p,
+                               &one, err);
     if (rc)
       break;
     if (policy && !strcmp(policy, "Always")) {
@@ -124,7 +128,20 @@ static int decode_requests(yajl_val spec, const char *path,
   if (!rc) {
     carp_resources_add(&sum, &sidecars);
     carp_resources_max(&sum, &init_max);
-    carp_resources_add(&sum, &overhead);
+    if (strcmp(which, "limits")) {
+      carp_resources_add(&sum, &overhead);
+    } else {
+      /* Kubernetes adds the overhead to limits only where one is set. */
+      if (!sum.cpu)
+        overhead.cpu = 0;
+      if (!sum.memory)
+        overhead.memory = 0;
+      if (!sum.ephemeral)
+        overhead.ephemeral = 0;
+      overhead.pods = 0;
+      overhead.nextended = 0;
+      carp_resources_add(&sum, &overhead);
+    }
     sum.pods = 1;
     *out = sum;
   } else {
@@ -352,7 +369,8 @@ static int decode_spec(yajl_val spec, const char *path, struct carp_podspec *s,
   yajl_val vols = carp_json_arr(spec, "volumes", NULL);
   size_t i;
 
-  if (decode_requests(spec, path, &s->requests, err))
+  if (decode_effective(spec, path, "requests", &s->requests, err) ||
+      decode_effective(spec, path, "limits", &s->limits, err))
     return CARP_EPARSE;
   snprintf(p, sizeof(p), "%s.nodeSelector", path);
   if (carp_kvset_from_object(carp_json_get(spec, "nodeSelector", NULL), NULL,
@@ -442,12 +460,12 @@ static const char *const spec_keys[] = {
 };
 
 /* A container's members, and what is copied of each: resources.requests,
- * ports, restartPolicy. */
-enum { C_RESOURCES = 0, C_PORTS, C_RESTART };
+ * ports, restartPolicy; then resources.limits. */
+enum { C_RESOURCES = 0, C_PORTS, C_RESTART, C_LIMITS, C_COUNT };
 
 static const char *const container_keys[] = {"resources", "ports",
                                              "restartPolicy", NULL};
-static const char *const resources_keys[] = {"requests", NULL};
+static const char *const resources_keys[] = {"requests", "limits", NULL};
 
 void carp_podspec_dec_init(struct carp_podspec_dec *sd)
 {
@@ -462,7 +480,7 @@ void carp_podspec_dec_init(struct carp_podspec_dec *sd)
   }
   for (i = 0; i < CARP_PODSPEC_COPIES; i++)
     sd->copy[i].out = &sd->part;
-  for (i = 0; i < 3; i++)
+  for (i = 0; i < C_COUNT; i++)
     sd->ccopy[i].out = &sd->part;
   carp_buf_init(&sd->node_name, CARP_BUF_UNLIMITED);
   carp_buf_init(&sd->claims, CARP_BUF_UNLIMITED);
@@ -508,8 +526,9 @@ static int on_resources(struct carp_jdec *d, void *ctx,
                         const struct carp_jval *v)
 {
   struct carp_podspec_dec_list *l = ctx;
-  if (v->type != CARP_JEND && carp_jdec_field(d) == 0)
-    carp_jdec_copy(d, v, &l->sd->ccopy[C_RESOURCES]);
+  int f = carp_jdec_field(d);
+  if (v->type != CARP_JEND && f >= 0)
+    carp_jdec_copy(d, v, &l->sd->ccopy[f ? C_LIMITS : C_RESOURCES]);
   return 0;
 }
 
@@ -536,7 +555,14 @@ static int on_container(struct carp_jdec *d, void *ctx,
   int f = carp_jdec_field(d), n = 0;
   if (v->type == CARP_JEND) {
     carp_buf_putc(out, '{');
-    put_copied(sd, out, C_RESOURCES, "\"resources\":{\"requests\":", "}", &n);
+    if (sd->ccopy[C_RESOURCES].done || sd->ccopy[C_LIMITS].done) {
+      int r = 0;
+      carp_buf_puts(out, "\"resources\":{");
+      put_copied(sd, out, C_RESOURCES, "\"requests\":", "", &r);
+      put_copied(sd, out, C_LIMITS, "\"limits\":", "", &r);
+      carp_buf_putc(out, '}');
+      n++;
+    }
     put_copied(sd, out, C_PORTS, "\"ports\":", "", &n);
     put_copied(sd, out, C_RESTART, "\"restartPolicy\":", "", &n);
     carp_buf_putc(out, '}');
@@ -564,7 +590,7 @@ static int on_container_list(struct carp_jdec *d, void *ctx,
     carp_buf_puts(&sd->list[l->which], "{}");
     return 0;
   }
-  for (i = 0; i < 3; i++)
+  for (i = 0; i < C_COUNT; i++)
     sd->ccopy[i].done = 0;
   return enter(d, sd, on_container, l, container_keys);
 }

@@ -3,6 +3,7 @@
  * from a per-scrape snapshot of the nodes (their labels and the requests
  * of the pods bound to them, summed through the pods-by-node index);
  * pods.c streams karpenter_pods_state and observes the pod durations. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +36,8 @@ static void snap_clear(struct carp_metricsctl *m)
   for (i = 0; i < m->nsnap; i++) {
     carp_resources_cleanup(&m->snap[i].pod_requests);
     carp_resources_cleanup(&m->snap[i].daemon_requests);
+    carp_resources_cleanup(&m->snap[i].pod_limits);
+    carp_resources_cleanup(&m->snap[i].daemon_limits);
     carp_free(m->snap[i].pod_labels);
   }
   m->nsnap = 0;
@@ -85,8 +88,11 @@ void carp__mctl_snapshot(struct carp_metricsctl *m, uint64_t scrape)
       if (carp_pod_is_terminal(p) || !p->spec)
         continue;
       carp_resources_add(&s->pod_requests, &p->spec->requests);
-      if (carp_pod_is_daemon(p))
+      carp_resources_add(&s->pod_limits, &p->spec->limits);
+      if (carp_pod_is_daemon(p)) {
         carp_resources_add(&s->daemon_requests, &p->spec->requests);
+        carp_resources_add(&s->daemon_limits, &p->spec->limits);
+      }
     }
     carp__mctl_pod_labels(s);
     carp_map_puts(&m->snap_index, n->meta.name, s);
@@ -126,7 +132,9 @@ static void resource_label(const char *name, char *out, size_t size)
 }
 
 /* Writes one sample per resource of r: cpu in cores, the others as they
- * are. with_pods includes "pods"; extended resources always follow. */
+ * are. with_pods includes "pods" (for the request gauges the number of
+ * pods, as Karpenter's RequestsForPods counts them; the capacity panels
+ * read it); extended resources always follow. */
 static void put_resources(struct carp_metric_writer *w,
                           const struct carp_mctl_node *s,
                           const struct carp_resources *r, int with_pods)
@@ -162,22 +170,36 @@ static void stream_allocatable(struct carp_metric_writer *w, void *arg)
     put_resources(w, &m->snap[i], &m->snap[i].node->allocatable, 1);
 }
 
-static void stream_pod_requests(struct carp_metric_writer *w, void *arg)
+/* One of the snapshot's per-node sums (at offset off in each entry). */
+static void stream_sums(struct carp_metric_writer *w, struct carp_metricsctl *m,
+                        size_t off)
 {
-  struct carp_metricsctl *m = arg;
   size_t i;
   carp__mctl_snapshot(m, carp_metric_writer_scrape(w));
   for (i = 0; i < m->nsnap; i++)
-    put_resources(w, &m->snap[i], &m->snap[i].pod_requests, 0);
+    put_resources(
+        w, &m->snap[i],
+        (const struct carp_resources *)((const char *)&m->snap[i] + off), 1);
+}
+
+static void stream_pod_requests(struct carp_metric_writer *w, void *arg)
+{
+  stream_sums(w, arg, offsetof(struct carp_mctl_node, pod_requests));
 }
 
 static void stream_daemon_requests(struct carp_metric_writer *w, void *arg)
 {
-  struct carp_metricsctl *m = arg;
-  size_t i;
-  carp__mctl_snapshot(m, carp_metric_writer_scrape(w));
-  for (i = 0; i < m->nsnap; i++)
-    put_resources(w, &m->snap[i], &m->snap[i].daemon_requests, 0);
+  stream_sums(w, arg, offsetof(struct carp_mctl_node, daemon_requests));
+}
+
+static void stream_pod_limits(struct carp_metric_writer *w, void *arg)
+{
+  stream_sums(w, arg, offsetof(struct carp_mctl_node, pod_limits));
+}
+
+static void stream_daemon_limits(struct carp_metric_writer *w, void *arg)
+{
+  stream_sums(w, arg, offsetof(struct carp_mctl_node, daemon_limits));
 }
 
 static void stream_overhead(struct carp_metric_writer *w, void *arg)
@@ -364,9 +386,10 @@ static void stream_unsynced_time(struct carp_metric_writer *w, void *arg)
   "node_name", "nodepool", "zone", "region", "instance_type", "arch", "os",    \
       "capacity_type", "managed"
 
-static struct carp_metric *stream(struct carp_metricsctl *m, const char *name,
-                                  const char *help, const char *const *labels,
-                                  carp_metrics_stream_cb cb)
+struct carp_metric *carp__mctl_stream(struct carp_metricsctl *m,
+                                      const char *name, const char *help,
+                                      const char *const *labels,
+                                      carp_metrics_stream_cb cb)
 {
   /* Karpenter's gauge names ending in _count or _total are exported
    * untyped: promtool keeps those suffixes for histograms and summaries,
@@ -386,67 +409,89 @@ static struct carp_metric *stream(struct carp_metricsctl *m, const char *name,
 static void register_all(struct carp_metricsctl *m)
 {
   static const double startup_q[] = {0, 0.5, 0.9, 0.99, 1};
-  stream(m, "karpenter_nodes_allocatable",
-         "Node allocatable are the resources allocatable by nodes.",
-         CARP_LABELS(NODE_LABELS, "resource_type"), stream_allocatable);
-  stream(m, "karpenter_nodes_total_pod_requests",
-         "Node total pod requests are the resources requested by pods bound "
-         "to nodes, including the DaemonSet pods.",
-         CARP_LABELS(NODE_LABELS, "resource_type"), stream_pod_requests);
-  stream(m, "karpenter_nodes_total_daemon_requests",
-         "Node total daemon requests are the resource requested by DaemonSet "
-         "pods bound to nodes.",
-         CARP_LABELS(NODE_LABELS, "resource_type"), stream_daemon_requests);
-  stream(m, "karpenter_nodes_system_overhead",
-         "Node system daemon overhead are the resources reserved for system "
-         "overhead, the difference between the node's capacity and "
-         "allocatable values are reported by the status.",
-         CARP_LABELS(NODE_LABELS, "resource_type"), stream_overhead);
-  stream(m, "karpenter_nodes_current_lifetime_seconds", "Node age in seconds",
-         CARP_LABELS(NODE_LABELS), stream_lifetime);
-  stream(m, "karpenter_cluster_utilization_percent",
-         "Utilization of allocatable resources by pod requests",
-         CARP_LABELS("resource_type"), stream_utilization);
-  stream(m, "karpenter_pods_state",
-         "Pod state is the current state of pods. This metric can be used "
-         "several ways as it is labeled by the pod name, namespace, owner, "
-         "node, nodepool name, zone, architecture, capacity type, instance "
-         "type and pod phase.",
-         CARP_LABELS("name", "namespace", "owner", "node", "scheduled",
-                     "nodepool", "zone", "arch", "capacity_type",
-                     "instance_type", "phase", "ready", "managed"),
-         carp__mctl_stream_pods);
-  stream(m, "carpenter_pods_state_series_omitted",
-         "Pods left out of karpenter_pods_state at the last scrape: it has "
-         "at most --metrics-pod-series-limit series, pods that are pending, "
-         "not running or not ready first.",
-         NULL, carp__mctl_stream_pods_omitted);
-  stream(m, "karpenter_nodepools_usage",
-         "The amount of resources that have been provisioned for a nodepool. "
-         "Labeled by nodepool name and resource type.",
-         CARP_LABELS("nodepool", "resource_type"), stream_pool_usage);
-  stream(m, "karpenter_nodepools_limit",
-         "Limits specified on the nodepool that restrict the quantity of "
-         "resources provisioned. Labeled by nodepool name and resource type.",
-         CARP_LABELS("nodepool", "resource_type"), stream_pool_limit);
-  stream(m, "karpenter_nodepools_cost_total",
-         "Total cost of a nodepool: the summed hourly price of its "
-         "NodeClaims' instance types at their offering prices.",
-         CARP_LABELS("nodepool"), stream_pool_cost);
-  stream(m, "karpenter_pods_unbound_time_seconds",
-         "The time from pod creation until the pod is bound, for pods not "
-         "bound yet.",
-         CARP_LABELS("name", "namespace"), carp__mctl_stream_unbound);
-  stream(m, "karpenter_cluster_state_node_count",
-         "Current count of nodes in cluster state", NULL, stream_node_count);
-  stream(m, "karpenter_cluster_state_synced",
-         "Returns 1 if cluster state is synced and 0 otherwise. Synced checks "
-         "that nodeclaims and nodes that are stored in the APIServer have the "
-         "same representation as Karpenter's cluster state",
-         NULL, stream_synced);
-  stream(m, "karpenter_cluster_state_unsynced_time_seconds",
-         "The time for which cluster state is not synced", NULL,
-         stream_unsynced_time);
+  carp__mctl_stream(m, "karpenter_nodes_allocatable",
+                    "Node allocatable are the resources allocatable by nodes.",
+                    CARP_LABELS(NODE_LABELS, "resource_type"),
+                    stream_allocatable);
+  carp__mctl_stream(
+      m, "karpenter_nodes_total_pod_requests",
+      "Node total pod requests are the resources requested by pods bound "
+      "to nodes, including the DaemonSet pods.",
+      CARP_LABELS(NODE_LABELS, "resource_type"), stream_pod_requests);
+  carp__mctl_stream(
+      m, "karpenter_nodes_total_daemon_requests",
+      "Node total daemon requests are the resource requested by DaemonSet "
+      "pods bound to nodes.",
+      CARP_LABELS(NODE_LABELS, "resource_type"), stream_daemon_requests);
+  carp__mctl_stream(m, "karpenter_nodes_total_pod_limits",
+                    "Node total pod limits are the resources specified by pod "
+                    "limits, including the DaemonSet pods.",
+                    CARP_LABELS(NODE_LABELS, "resource_type"),
+                    stream_pod_limits);
+  carp__mctl_stream(m, "karpenter_nodes_total_daemon_limits",
+                    "Node total daemon limits are the resources specified by "
+                    "DaemonSet pod limits.",
+                    CARP_LABELS(NODE_LABELS, "resource_type"),
+                    stream_daemon_limits);
+  carp__mctl_stream(
+      m, "karpenter_nodes_system_overhead",
+      "Node system daemon overhead are the resources reserved for system "
+      "overhead, the difference between the node's capacity and "
+      "allocatable values are reported by the status.",
+      CARP_LABELS(NODE_LABELS, "resource_type"), stream_overhead);
+  carp__mctl_stream(m, "karpenter_nodes_current_lifetime_seconds",
+                    "Node age in seconds", CARP_LABELS(NODE_LABELS),
+                    stream_lifetime);
+  carp__mctl_stream(m, "karpenter_cluster_utilization_percent",
+                    "Utilization of allocatable resources by pod requests",
+                    CARP_LABELS("resource_type"), stream_utilization);
+  carp__mctl_stream(
+      m, "karpenter_pods_state",
+      "Pod state is the current state of pods. This metric can be used "
+      "several ways as it is labeled by the pod name, namespace, owner, "
+      "node, nodepool name, zone, architecture, capacity type, instance "
+      "type and pod phase.",
+      CARP_LABELS("name", "namespace", "owner", "node", "scheduled", "nodepool",
+                  "zone", "arch", "capacity_type", "instance_type", "phase",
+                  "ready", "managed"),
+      carp__mctl_stream_pods);
+  carp__mctl_stream(
+      m, "carpenter_pods_state_series_omitted",
+      "Pods left out of karpenter_pods_state at the last scrape: it has "
+      "at most --metrics-pod-series-limit series, pods that are pending, "
+      "not running or not ready first.",
+      NULL, carp__mctl_stream_pods_omitted);
+  carp__mctl_stream(
+      m, "karpenter_nodepools_usage",
+      "The amount of resources that have been provisioned for a nodepool. "
+      "Labeled by nodepool name and resource type.",
+      CARP_LABELS("nodepool", "resource_type"), stream_pool_usage);
+  carp__mctl_stream(
+      m, "karpenter_nodepools_limit",
+      "Limits specified on the nodepool that restrict the quantity of "
+      "resources provisioned. Labeled by nodepool name and resource type.",
+      CARP_LABELS("nodepool", "resource_type"), stream_pool_limit);
+  carp__mctl_stream(m, "karpenter_nodepools_cost_total",
+                    "Total cost of a nodepool: the summed hourly price of its "
+                    "NodeClaims' instance types at their offering prices.",
+                    CARP_LABELS("nodepool"), stream_pool_cost);
+  carp__mctl_stream(
+      m, "karpenter_pods_unbound_time_seconds",
+      "The time from pod creation until the pod is bound, for pods not "
+      "bound yet.",
+      CARP_LABELS("name", "namespace"), carp__mctl_stream_unbound);
+  carp__mctl_stream(m, "karpenter_cluster_state_node_count",
+                    "Current count of nodes in cluster state", NULL,
+                    stream_node_count);
+  carp__mctl_stream(
+      m, "karpenter_cluster_state_synced",
+      "Returns 1 if cluster state is synced and 0 otherwise. Synced checks "
+      "that nodeclaims and nodes that are stored in the APIServer have the "
+      "same representation as Karpenter's cluster state",
+      NULL, stream_synced);
+  carp__mctl_stream(m, "karpenter_cluster_state_unsynced_time_seconds",
+                    "The time for which cluster state is not synced", NULL,
+                    stream_unsynced_time);
   m->m_startup = carp_metrics_summary(
       m->base.env.metrics, "karpenter_pods_startup_duration_seconds",
       "The time from pod creation until the pod is running.", NULL, startup_q,
@@ -514,6 +559,7 @@ int carp_metricsctl_new(const struct carp_controller_env *env,
     return rc;
   }
   register_all(m);
+  carp__mctl_conditions_register(m);
   carp_controller_watch(&m->base, env->cluster->pods, carp__mctl_pod_event);
   *out = &m->base;
   return 0;

@@ -33,6 +33,8 @@ struct carp_mctl_node {
   const char *labels[NL_COUNT];
   struct carp_resources pod_requests;    /* non-terminal pods */
   struct carp_resources daemon_requests; /* of which DaemonSet pods */
+  struct carp_resources pod_limits;      /* the same for limits */
+  struct carp_resources daemon_limits;
   double lifetime_s;
   /* karpenter_pods_state's node labels for pods on this node, formatted:
    * `",nodepool="…",zone="…",arch="…",capacity_type="…",instance_type="…` */
@@ -47,7 +49,9 @@ struct carp_metricsctl {
   struct carp_controller base;
   struct carp_cluster *cluster; /* base.env.cluster */
   struct carp_metricsctl_options o;
-  struct carp_metric *streams[20];
+  struct carp_metric *streams[28];
+  struct carp_metric *m_cond_transitions; /* conditions.c */
+  struct carp_metric *m_cond_durations;
   size_t nstreams;
   struct carp_metric *m_startup;
   struct carp_metric *m_bound;
@@ -68,6 +72,16 @@ struct carp_metricsctl {
   } owner_cache[MCTL_OWNER_CACHE];
 };
 
+/* Registers a streamed gauge of Karpenter's (untyped when its name ends in
+ * _count or _total), detached when the controller closes. */
+struct carp_metric *carp__mctl_stream(struct carp_metricsctl *m,
+                                      const char *name, const char *help,
+                                      const char *const *labels,
+                                      carp_metrics_stream_cb cb);
+/* conditions.c: operatorpkg's status condition metrics; registers the
+ * families and watches the NodePool, NodeClaim and ProxmoxNodeClass
+ * informers. */
+void carp__mctl_conditions_register(struct carp_metricsctl *m);
 /* Builds the snapshot once per scrape (scrape 0: always). */
 void carp__mctl_snapshot(struct carp_metricsctl *m, uint64_t scrape);
 const struct carp_mctl_node *carp__mctl_node_of(struct carp_metricsctl *m,

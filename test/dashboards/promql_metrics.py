@@ -50,7 +50,8 @@ def exported_from_source(root):
     call = re.compile(
         r"carp_metrics_(counter|gauge|histogram|summary|stream)\s*\(\s*"
         r"[^,]+,\s*\"([a-z_:][a-z0-9_:]*)\"(?=(.{0,400}))", re.S)
-    wrapper = re.compile(r"\bstream\(\s*\w+,\s*\"([a-z_:][a-z0-9_:]*)\"")
+    wrapper = re.compile(
+        r"\b(?:carp__mctl_)?stream\(\s*\w+,\s*\"([a-z_:][a-z0-9_:]*)\"")
     # Names kept in tables and registered in a loop (streamed gauges).
     literal = re.compile(r"\"((?:karpenter|carpenter|controller_runtime|"
                          r"workqueue|rest_client|leader_election)_"
@@ -65,10 +66,11 @@ def exported_from_source(root):
                 m = re.search(r"CARP_METRIC_(GAUGE|COUNTER|UNTYPED)", rest)
                 kind = m.group(1).lower() if m else "gauge"
             out[name] = kind
-        # internal/metricsctl's stream(): gauges, untyped when "_count".
+        # internal/metricsctl's carp__mctl_stream(): gauges, untyped when
+        # "_count" or "_total".
         for name in wrapper.findall(text):
-            out.setdefault(name, "untyped" if name.endswith("_count")
-                           else "gauge")
+            out.setdefault(name, "untyped" if name.endswith(
+                ("_count", "_total")) else "gauge")
         if "carp_metrics_stream" in text:
             for name in literal.findall(text):
                 out.setdefault(name, "gauge")

@@ -200,6 +200,12 @@ static void test_metrics(void **state)
          ",resource_type=\"memory\"} 805306368\n");
   has(t, "karpenter_nodes_total_daemon_requests{" N1
          ",resource_type=\"cpu\"} 0.1\n");
+  /* Pods counted, as Karpenter's resource_type="pods" (the capacity
+   * dashboard's Node Summary adds the two). */
+  has(t,
+      "karpenter_nodes_total_pod_requests{" N1 ",resource_type=\"pods\"} 3\n");
+  has(t, "karpenter_nodes_total_daemon_requests{" N1
+         ",resource_type=\"pods\"} 1\n");
   has(t, "karpenter_nodes_system_overhead{" N1 ",resource_type=\"cpu\"} 0.2\n");
   has(t, "karpenter_nodes_system_overhead{" N1
          ",resource_type=\"memory\"} 1073741824\n");

@@ -40,7 +40,7 @@ def parse_time(s):
 
 def nodepool_yaml(name, consolidate_after="Never", budgets=("100%",),
                   tgp=None, expire_after="720h", cpu=2, replicas=None,
-                  policy="WhenEmpty", limit_cpu=None):
+                  policy="WhenEmpty", limit_cpu=None, limit_memory=None):
     lines = [
         "apiVersion: karpenter.sh/v1",
         "kind: NodePool",
@@ -50,8 +50,12 @@ def nodepool_yaml(name, consolidate_after="Never", budgets=("100%",),
     ]
     if replicas is not None:
         lines.append("  replicas: %d" % replicas)
+    if limit_cpu or limit_memory:
+        lines.append("  limits:")
     if limit_cpu:
-        lines += ["  limits:", "    cpu: '%d'" % limit_cpu]
+        lines.append("    cpu: '%d'" % limit_cpu)
+    if limit_memory:
+        lines.append("    memory: %s" % limit_memory)
     lines += [
         "  template:",
         "    spec:",

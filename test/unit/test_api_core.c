@@ -39,13 +39,15 @@ static const char *pod_json =
     "\"ReplicaSet\",\"name\":\"web-abc\",\"uid\":\"rs-1\",\"controller\":true}]"
     "},\"spec\":{"
     "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":"
-    "\"500m\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":\"1\"}},\"ports\":[{"
+    "\"500m\",\"memory\":\"1Gi\",\"nvidia.com/gpu\":\"1\"},\"limits\":{"
+    "\"cpu\":\"1\",\"memory\":\"2Gi\"}},\"ports\":[{"
     "\"containerPort\":80,\"hostPort\":8080}]},"
     "{\"name\":\"b\",\"resources\":{\"requests\":{\"cpu\":\"250m\"}}}],"
     "\"initContainers\":[{\"name\":\"big-init\",\"resources\":{\"requests\":"
-    "{\"cpu\":\"2\",\"memory\":\"100Mi\"}}},"
+    "{\"cpu\":\"2\",\"memory\":\"100Mi\"},\"limits\":{\"cpu\":\"3\"}}},"
     "{\"name\":\"sidecar\",\"restartPolicy\":\"Always\",\"resources\":{"
-    "\"requests\":{\"cpu\":\"100m\",\"memory\":\"64Mi\"}}}],"
+    "\"requests\":{\"cpu\":\"100m\",\"memory\":\"64Mi\"},\"limits\":{"
+    "\"cpu\":\"200m\"}}}],"
     "\"overhead\":{\"cpu\":\"10m\"},"
     "\"nodeSelector\":{\"kubernetes.io/arch\":\"amd64\"},"
     "\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\","
@@ -110,6 +112,13 @@ static void test_pod(void **state)
   assert_int_equal(s->requests.nextended, 1);
   assert_string_equal(s->requests.extended[0].name, "nvidia.com/gpu");
   assert_int_equal(s->requests.extended[0].value, 1);
+  /* Limits the same way: containers 1 + sidecar 0.2 CPU against the init
+   * container's 3, plus the 10m overhead (cpu has a limit); memory 2Gi,
+   * no overhead for it. */
+  assert_int_equal(s->limits.cpu, 3010);
+  assert_int_equal(s->limits.memory, 2048LL * 1024 * 1024);
+  assert_int_equal(s->limits.pods, 1);
+  assert_int_equal(s->limits.nextended, 0);
   assert_string_equal(carp_kvset_get(s->node_selector, "kubernetes.io/arch"),
                       "amd64");
   assert_int_equal(s->nrequired, 1);

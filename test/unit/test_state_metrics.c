@@ -1,8 +1,11 @@
 /* test_state_metrics.c: the cluster-state metrics that depend on time and
  * the provider, on the kit: karpenter_pods_unbound_time_seconds (a series
  * per unbound pod, gone once it binds or goes, capped by the pod series
- * limit) and karpenter_nodepools_cost_total (the offering prices of each
- * pool's NodeClaims). */
+ * limit), karpenter_nodepools_cost_total (the offering prices of each
+ * pool's NodeClaims), karpenter_nodes_total_pod_limits and
+ * _total_daemon_limits (container limits as Kubernetes sums them), and
+ * operatorpkg's operator_status_condition_* (a
+ * series per object and condition, transitions counted and timed). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +16,7 @@
 #include <cmocka.h>
 
 #include "carpenter/metricsctl.h"
+#include "carpenter/timeutil.h"
 #include "kit.h"
 
 #define SEC 1000ULL
@@ -35,6 +39,15 @@ static void setup(struct kit *k, size_t limit)
   kit_nodeclass(k, "default");
 }
 
+/* The kit with the pool "default" and its node n1, started. */
+static void started_with_node(struct kit *k, const char *type)
+{
+  setup(k, 0);
+  kit_nodepool(k, "default", "");
+  kit_node(k, "n1", "default", type);
+  kit_start(k);
+}
+
 static double unbound(struct kit *k, const char *name)
 {
   char want[128];
@@ -43,28 +56,30 @@ static double unbound(struct kit *k, const char *name)
                     CARP_VALUES(want));
 }
 
-static size_t unbound_series(struct kit *k)
+/* Occurrences of text in a rendering of the metrics. */
+static size_t count_lines(struct kit *k, const char *prefix)
 {
   struct carp_buf out;
   const char *at;
   size_t n = 0;
   carp_buf_init(&out, CARP_BUF_UNLIMITED);
   carp_metrics_render(k->metrics, &out);
-  for (at = carp_buf_cstr(&out);
-       (at = strstr(at, "\nkarpenter_pods_unbound_time_seconds{")); at++)
+  for (at = carp_buf_cstr(&out); (at = strstr(at, prefix)); at++)
     n++;
   carp_buf_free(&out);
   return n;
+}
+
+static size_t unbound_series(struct kit *k)
+{
+  return count_lines(k, "\nkarpenter_pods_unbound_time_seconds{");
 }
 
 static void test_unbound_time_until_bound(void **state)
 {
   struct kit k;
   (void)state;
-  setup(&k, 0);
-  kit_nodepool(&k, "default", "");
-  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
-  kit_start(&k);
+  started_with_node(&k, "c1.2VCPU-4GB");
   kit_pod(&k, "default", "waits", NULL, 100, "");
   kit_pod(&k, "default", "runs", "n1", 100, "");
   kit_advance(&k, 90 * SEC);
@@ -125,12 +140,150 @@ static void test_nodepool_cost(void **state)
   kit_close(&k);
 }
 
+#define NC_READY                                                               \
+  "name=\"default\",group=\"carpenter.dev\",kind=\"ProxmoxNodeClass\",type="   \
+  "\"Ready\""
+
+static void test_status_conditions(void **state)
+{
+  struct kit k;
+  char ts[CARP_RFC3339_LEN];
+  (void)state;
+  setup(&k, 0);
+  kit_nodepool(&k, "default", "");
+  kit_start(&k);
+  /* One series per object and condition, with its status and reason. */
+  assert_true(kit_metric(&k, "operator_status_condition_count",
+                         CARP_VALUES("namespace=\"\"," NC_READY,
+                                     "status=\"True\"", "reason=\"Ready\"")) ==
+              1);
+  assert_true(
+      kit_metric(&k, "operator_status_condition_count",
+                 CARP_VALUES("name=\"default\"", "group=\"karpenter.sh\"",
+                             "kind=\"NodePool\"", "type=\"Ready\"")) == 1);
+  kit_advance(&k, 90 * SEC);
+  assert_true(kit_metric(&k, "operator_status_condition_current_status_seconds",
+                         CARP_VALUES(NC_READY, "status=\"True\"")) == 90);
+  /* Listed before leading: no transition seen yet. */
+  assert_true(
+      kit_metric(&k, "operator_status_condition_transitions_total", NULL) == 0);
+
+  /* Ready goes False: the old series goes, the new one counts, and the 90
+   * s it was True are observed. */
+  carp_time_format_rfc3339(carp_clock_wall_ms(k.clock), 0, ts);
+  kit_patch(&k, "ProxmoxNodeClass", "default",
+            "{status: {conditions: [{type: Ready, status: 'False',"
+            " reason: TemplatesNotFound, message: gone,"
+            " lastTransitionTime: '%s'}]}}",
+            ts);
+  assert_int_equal(
+      count_lines(&k, "\noperator_status_condition_count{namespace=\"\","
+                      "name=\"default\",group=\"carpenter.dev\""),
+      1);
+  assert_true(kit_metric(&k, "operator_status_condition_count",
+                         CARP_VALUES(NC_READY, "status=\"False\"",
+                                     "reason=\"TemplatesNotFound\"")) == 1);
+  assert_true(kit_metric(&k, "operator_status_condition_current_status_seconds",
+                         CARP_VALUES(NC_READY, "status=\"False\"")) == 0);
+  assert_true(kit_metric(&k, "operator_status_condition_transitions_total",
+                         CARP_VALUES("group=\"carpenter.dev\","
+                                     "kind=\"ProxmoxNodeClass\",type=\"Ready\","
+                                     "status=\"False\","
+                                     "reason=\"TemplatesNotFound\"")) == 1);
+  assert_true(kit_metric(&k, "operator_status_condition_transition_seconds_sum",
+                         CARP_VALUES("kind=\"ProxmoxNodeClass\"",
+                                     "status=\"True\"")) == 90);
+  assert_true(kit_metric(&k,
+                         "operator_status_condition_transition_seconds_count",
+                         NULL) == 1);
+  /* The same status again (a new message) is no transition. */
+  kit_patch(&k, "ProxmoxNodeClass", "default",
+            "{status: {conditions: [{type: Ready, status: 'False',"
+            " reason: TemplatesNotFound, message: still gone,"
+            " lastTransitionTime: '%s'}]}}",
+            ts);
+  assert_true(
+      kit_metric(&k, "operator_status_condition_transitions_total", NULL) == 1);
+
+  /* A NodeClaim created while leading: each of its conditions is new. */
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  assert_true(kit_metric(&k, "operator_status_condition_transitions_total",
+                         CARP_VALUES("kind=\"NodeClaim\"", "type=\"Ready\"")) >=
+              1);
+  assert_true(kit_metric(&k, "operator_status_condition_count",
+                         CARP_VALUES("kind=\"NodeClaim\"", "name=\"n1\"",
+                                     "type=\"Ready\"", "status=\"True\"")) ==
+              1);
+  /* Gone objects leave no series. */
+  kit_delete(&k, "ProxmoxNodeClass", "default");
+  assert_int_equal(
+      count_lines(&k, "\noperator_status_condition_count{namespace=\"\","
+                      "name=\"default\",group=\"carpenter.dev\""),
+      0);
+  assert_int_equal(count_lines(&k, "operator_status_condition_current_status_"
+                                   "seconds{namespace=\"\",name=\"default\","
+                                   "group=\"carpenter.dev\""),
+                   0);
+  kit_close(&k);
+}
+
+/* A running pod on node with container limits and requests. */
+static void limited_pod(struct kit *k, const char *name, const char *node,
+                        const char *owner_kind, const char *limits)
+{
+  kit_apply(k,
+            "{apiVersion: v1, kind: Pod, metadata: {name: %s, namespace: "
+            "default, ownerReferences: [{apiVersion: apps/v1, kind: %s,"
+            "  name: o-%s, uid: u-%s, controller: true}]},"
+            " spec: {nodeName: %s, containers: [{name: c, image: x,"
+            "  resources: {requests: {cpu: 100m}, limits: %s}},"
+            "  {name: d, image: x}],"
+            "  initContainers: [{name: i, image: x,"
+            "   resources: {limits: {cpu: '3'}}}]},"
+            " status: {phase: Running}}",
+            name, owner_kind, name, name, node, limits);
+}
+
+#define N1_LIMITS(family, resource)                                            \
+  kit_metric(                                                                  \
+      &k, family,                                                              \
+      CARP_VALUES("node_name=\"n1\"", "resource_type=\"" resource "\""))
+
+static void test_node_limits(void **state)
+{
+  struct kit k;
+  (void)state;
+  started_with_node(&k, "c1.4VCPU-8GB");
+  /* Containers' limits summed, the larger of that and an init
+   * container's: max(2, 3) cores; memory 1Gi (the init container has
+   * none). */
+  limited_pod(&k, "web", "n1", "ReplicaSet", "{cpu: '2', memory: 1Gi}");
+  limited_pod(&k, "agent", "n1", "DaemonSet", "{cpu: 500m}");
+  limited_pod(&k, "other", "n2", "ReplicaSet", "{cpu: '8'}");
+  /* web 3 + agent 3 (its init container's 3 beat its 500m). */
+  assert_true(N1_LIMITS("karpenter_nodes_total_pod_limits", "cpu") == 6);
+  assert_true(N1_LIMITS("karpenter_nodes_total_pod_limits", "memory") ==
+              1024.0 * 1024 * 1024);
+  assert_true(N1_LIMITS("karpenter_nodes_total_pod_limits", "pods") == 2);
+  assert_true(N1_LIMITS("karpenter_nodes_total_daemon_limits", "cpu") == 3);
+  assert_true(N1_LIMITS("karpenter_nodes_total_daemon_limits", "memory") == 0);
+  assert_true(N1_LIMITS("karpenter_nodes_total_daemon_limits", "pods") == 1);
+  /* Requests are apart from limits. */
+  assert_true(N1_LIMITS("karpenter_nodes_total_pod_requests", "cpu") == 0.2);
+  kit_delete(&k, "Pod", "default/web");
+  assert_true(N1_LIMITS("karpenter_nodes_total_pod_limits", "cpu") == 3);
+  assert_true(N1_LIMITS("karpenter_nodes_total_pod_limits", "pods") == 1);
+  kit_close(&k);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_unbound_time_until_bound),
       cmocka_unit_test(test_unbound_time_respects_the_series_limit),
       cmocka_unit_test(test_nodepool_cost),
+      cmocka_unit_test(test_status_conditions),
+      cmocka_unit_test(test_node_limits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
