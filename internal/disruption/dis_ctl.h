@@ -40,8 +40,12 @@ struct dis_cmd {
   enum dis_decision decision;
   struct cand_rec *c;
   size_t n;
-  struct dis_replacement repl; /* DIS_REPLACE */
-  struct repl_rec *r;          /* its NodeClaims: one, or one per candidate */
+  struct dis_replacement repl;  /* DIS_REPLACE */
+  struct dis_replacement *more; /* drift's further replacements */
+  size_t nmore;
+  /* its NodeClaims: repl and each of more, or repl once per candidate
+   * (in_place) */
+  struct repl_rec *r;
   size_t nr;
   int repl_waiting_said; /* DisruptionWaitingReadiness sent */
   size_t creating;       /* replacement creates in flight */

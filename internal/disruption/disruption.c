@@ -200,6 +200,10 @@ static void record(struct carp_disruption *d, const struct dis_analysis *a,
   }
   k->repl = cmd->plan.repl;
   memset(&cmd->plan.repl, 0, sizeof(cmd->plan.repl));
+  k->more = cmd->plan.more;
+  k->nmore = cmd->plan.nmore;
+  cmd->plan.more = NULL;
+  cmd->plan.nmore = 0;
   k->decided_ms = now;
   k->savings = cmd->savings;
   k->score = cmd->score;
@@ -327,10 +331,7 @@ static int validate(struct carp_disruption *d, const struct dis_analysis *a)
         why = "the replacement would now cost more";
       else if (plan.decision == DIS_REPLACE) {
         /* Carry out the plan that holds now. */
-        carp_free(k->repl.nodepool);
-        carp_free(k->repl.body);
-        carp_free(k->repl.types);
-        carp_resources_cleanup(&k->repl.capacity);
+        carp__dis_replacement_cleanup(&k->repl);
         k->repl = plan.repl;
         memset(&plan.repl, 0, sizeof(plan.repl));
       } else {

@@ -160,7 +160,11 @@ struct dis_move {
 struct dis_plan {
   enum dis_decision decision;
   struct dis_replacement repl; /* DIS_REPLACE */
-  struct dis_move *moves;      /* DIS_DELETE, DIS_REPLACE: every pod */
+  /* Drift only: the further replacements its pods need (Karpenter's drift
+   * launches as many as the simulation asks for). */
+  struct dis_replacement *more;
+  size_t nmore;
+  struct dis_move *moves; /* DIS_DELETE, DIS_REPLACE: every pod */
   size_t nmoves;
   char why[256]; /* DIS_NONE: the reason */
 };
@@ -185,11 +189,13 @@ void carp__dis_sim_run_multi(struct dis_sim *s, const size_t *idx, size_t n,
 /* Whether the candidates' pods have room on the rest of the cluster plus
  * at most one new NodeClaim, whatever it costs. */
 int carp__dis_sim_fits(struct dis_sim *s, const size_t *idx, size_t n);
-/* Drift: the candidates' pods onto the rest of the cluster, or with one new
- * NodeClaim of any price (DIS_REPLACE). */
+/* Drift: the candidates' pods onto the rest of the cluster, or with as many
+ * new NodeClaims of any price as they need (DIS_REPLACE: repl, then more). */
 void carp__dis_sim_run_any(struct dis_sim *s, const size_t *idx, size_t n,
                            struct dis_plan *out);
 void carp__dis_plan_cleanup(struct dis_plan *p);
+void carp__dis_replacement_cleanup(struct dis_replacement *r);
+void carp__dis_replacements_free(struct dis_replacement *v, size_t n);
 
 /* ---- the methods (methods.c) ---- */
 

@@ -96,10 +96,8 @@ void carp__dis_cmd_free(struct carp_disruption *d)
     carp_free(cmd->c[i].capacity_type);
   }
   carp_free(cmd->c);
-  carp_free(cmd->repl.nodepool);
-  carp_free(cmd->repl.body);
-  carp_free(cmd->repl.types);
-  carp_resources_cleanup(&cmd->repl.capacity);
+  carp__dis_replacement_cleanup(&cmd->repl);
+  carp__dis_replacements_free(cmd->more, cmd->nmore);
   for (i = 0; i < cmd->nr; i++) {
     carp_free(cmd->r[i].name);
     carp_free(cmd->r[i].uid);
@@ -323,6 +321,13 @@ static void rollback(struct carp_disruption *d, const char *why)
   carp__dis_cmd_free(d);
 }
 
+/* What replacement NodeClaim i is made of. */
+static const struct dis_replacement *repl_of(const struct dis_cmd *cmd,
+                                             size_t i)
+{
+  return cmd->repl.in_place || !i ? &cmd->repl : &cmd->more[i - 1];
+}
+
 /* arg: the replacement's index. A command is never rolled back or freed
  * while its creates are in flight (the poll waits for them), so the
  * index still names this command's replacement. */
@@ -333,12 +338,14 @@ static void on_replacement_created(struct carp_controller *c, const char *key,
   struct carp_disruption *d = DIS(c);
   size_t i = (size_t)(uintptr_t)arg;
   struct repl_rec *r;
+  const struct dis_replacement *rp;
   const char *uid;
   (void)key;
   if (c->closing || d->state != ST_LAUNCHING || i >= d->cmd.nr)
     return;
   d->cmd.creating--;
   r = &d->cmd.r[i];
+  rp = repl_of(&d->cmd, i);
   if (res->err) {
     if (res->err != CARP_ECANCELED && res->err != CARP_ENOTLEADER)
       CARP_LOG_WARN("disruption", "creating the replacement failed",
@@ -351,15 +358,14 @@ static void on_replacement_created(struct carp_controller *c, const char *key,
   uid = carp_json_str(res->body, "metadata", "uid", NULL);
   r->uid = carp_strdup(uid ? uid : "");
   d->cmd.launched_ms = carp_controller_now(c);
-  carp_metric_add(d->m_created,
-                  CARP_VALUES(carp__dis_reason_label(d->cmd.reason),
-                              d->cmd.repl.nodepool, "false"),
-                  1);
-  CARP_LOG_INFO(
-      "disruption", "created replacement nodeclaim",
-      CARP_F_STR("nodeclaim", r->name),
-      CARP_F_STR("nodepool", d->cmd.repl.nodepool),
-      CARP_F_STR("instance-types", d->cmd.repl.types ? d->cmd.repl.types : ""));
+  carp_metric_add(
+      d->m_created,
+      CARP_VALUES(carp__dis_reason_label(d->cmd.reason), rp->nodepool, "false"),
+      1);
+  CARP_LOG_INFO("disruption", "created replacement nodeclaim",
+                CARP_F_STR("nodeclaim", r->name),
+                CARP_F_STR("nodepool", rp->nodepool),
+                CARP_F_STR("instance-types", rp->types ? rp->types : ""));
 }
 
 static char *replacement_name(const char *pool)
@@ -383,10 +389,9 @@ static void launch(struct carp_disruption *d)
 {
   struct carp_controller *c = &d->base;
   struct carp_kube_ref ref = carp_ref_nodeclaim(NULL, NULL);
-  const char *at = strstr(d->cmd.repl.body, "\"__NAME__\"");
   char msg[128];
   size_t i;
-  d->cmd.nr = d->cmd.repl.in_place ? d->cmd.n : 1;
+  d->cmd.nr = d->cmd.repl.in_place ? d->cmd.n : 1 + d->cmd.nmore;
   d->cmd.r = carp_calloc(d->cmd.nr, sizeof(*d->cmd.r));
   d->state = ST_LAUNCHING;
   d->cmd.launched_ms = carp_controller_now(c);
@@ -397,16 +402,18 @@ static void launch(struct carp_disruption *d)
       carp_cluster_mark_replaced(c->env.cluster, d->cmd.c[i].claim);
   for (i = 0; i < d->cmd.nr; i++) {
     struct repl_rec *r = &d->cmd.r[i];
+    const struct dis_replacement *rp = repl_of(&d->cmd, i);
+    const char *at = strstr(rp->body, "\"__NAME__\"");
     struct carp_buf body;
     int rc;
-    r->name = replacement_name(d->cmd.repl.nodepool);
+    r->name = replacement_name(rp->nodepool);
     carp_buf_init(&body, CARP_BUF_UNLIMITED);
-    carp_buf_append(&body, d->cmd.repl.body, (size_t)(at - d->cmd.repl.body));
+    carp_buf_append(&body, rp->body, (size_t)(at - rp->body));
     carp_buf_printf(&body, "\"%s\"", r->name);
     carp_buf_puts(&body, at + 10);
     /* Counted by the provisioner from now on, as an in-flight claim. */
-    carp_cluster_expect_claim(c->env.cluster, r->name, d->cmd.repl.nodepool,
-                              &d->cmd.repl.capacity);
+    carp_cluster_expect_claim(c->env.cluster, r->name, rp->nodepool,
+                              &rp->capacity);
     d->cmd.creating++;
     rc = carp_write_create(c, NULL, &ref, body.ptr, body.len,
                            on_replacement_created, (void *)(uintptr_t)i);

@@ -348,8 +348,13 @@ static int drift(const struct carp_cluster *c, struct carp_provider *provider,
     idx[0] = order[i];
     command_of(cmd, DIS_DRIFT, CARP_DISRUPT_DRIFTED, idx, 1);
     cmd->plan = plan;
-    cmd->savings = price_of_set(a, idx, 1) -
-                   (plan.decision == DIS_REPLACE ? plan.repl.price : 0);
+    cmd->savings = price_of_set(a, idx, 1);
+    if (plan.decision == DIS_REPLACE) {
+      size_t r;
+      cmd->savings -= plan.repl.price;
+      for (r = 0; r < plan.nmore; r++)
+        cmd->savings -= plan.more[r].price;
+    }
     idx = NULL;
     found = 1;
   }

@@ -362,12 +362,27 @@ void carp__dis_sim_free(struct dis_sim *s)
   carp_free(s);
 }
 
+void carp__dis_replacement_cleanup(struct dis_replacement *r)
+{
+  carp_free(r->nodepool);
+  carp_free(r->body);
+  carp_free(r->types);
+  carp_resources_cleanup(&r->capacity);
+  memset(r, 0, sizeof(*r));
+}
+
+void carp__dis_replacements_free(struct dis_replacement *v, size_t n)
+{
+  size_t i;
+  for (i = 0; i < n; i++)
+    carp__dis_replacement_cleanup(&v[i]);
+  carp_free(v);
+}
+
 void carp__dis_plan_cleanup(struct dis_plan *p)
 {
-  carp_free(p->repl.nodepool);
-  carp_free(p->repl.body);
-  carp_free(p->repl.types);
-  carp_resources_cleanup(&p->repl.capacity);
+  carp__dis_replacement_cleanup(&p->repl);
+  carp__dis_replacements_free(p->more, p->nmore);
   carp_free(p->moves);
   memset(p, 0, sizeof(*p));
 }
@@ -398,31 +413,77 @@ static double same_type_cap(struct dis_sim *s,
   return max;
 }
 
+/* A new claim of the solve as a replacement priced below price_now (0:
+ * any price). Returns 0, or CARP_ENOENT when no option is cheaper. */
+static int encode_replacement(struct dis_sim *s,
+                              const struct carp_sched_claim *cl,
+                              double price_now, struct dis_replacement *r)
+{
+  struct carp_buf body, types;
+  int rc;
+  memset(r, 0, sizeof(*r));
+  carp_buf_init(&body, CARP_BUF_UNLIMITED);
+  carp_buf_init(&types, 64 * 1024);
+  rc = carp_prov_claim_encode(&s->pr, s->c, cl, price_now, &body, &r->capacity,
+                              &types, &r->price);
+  if (rc) {
+    carp_buf_free(&body);
+    carp_buf_free(&types);
+    carp_resources_cleanup(&r->capacity);
+    return rc;
+  }
+  r->nodepool = carp_strdup(s->pr.pools[cl->nodepool]->meta.name);
+  r->body = carp_buf_steal(&body, NULL);
+  r->types = carp_buf_steal(&types, NULL);
+  return 0;
+}
+
 /* Turns the solve's one new claim into a replacement, if it is cheaper. */
 static void replacement(struct dis_sim *s, const struct carp_sched_claim *cl,
                         double price_now, struct dis_plan *out)
 {
-  struct carp_buf body, types;
-  int rc;
-  memset(&out->repl, 0, sizeof(out->repl));
-  carp_buf_init(&body, CARP_BUF_UNLIMITED);
-  carp_buf_init(&types, 64 * 1024);
-  rc = carp_prov_claim_encode(&s->pr, s->c, cl, price_now, &body,
-                              &out->repl.capacity, &types, &out->repl.price);
-  if (rc) {
-    carp_buf_free(&body);
-    carp_buf_free(&types);
-    carp_resources_cleanup(&out->repl.capacity);
-    if (rc == CARP_ENOENT)
-      none(out, "can't replace with a lower-priced node", NULL);
-    else
+  int rc = encode_replacement(s, cl, price_now, &out->repl);
+  if (rc == CARP_ENOENT)
+    none(out, "can't replace with a lower-priced node", NULL);
+  else if (rc)
+    none(out, "can't encode the replacement NodeClaim", NULL);
+  else
+    out->decision = DIS_REPLACE;
+}
+
+static int holds_candidate_pods(const struct carp_sched_claim *cl, size_t ncand)
+{
+  size_t i;
+  for (i = 0; i < cl->npods; i++)
+    if (cl->pods[i] < ncand)
+      return 1;
+  return 0;
+}
+
+/* Drift: every new claim that holds candidate pods becomes a replacement,
+ * whatever it costs (the first in repl, the others in more). */
+static void replacements(struct dis_sim *s, const struct carp_sched_result *res,
+                         size_t ncand, struct dis_plan *out)
+{
+  size_t c, n = 0;
+  out->more = carp_calloc(res->nclaims + 1, sizeof(*out->more));
+  for (c = 0; c < res->nclaims; c++) {
+    struct dis_replacement *r;
+    if (!holds_candidate_pods(&res->claims[c], ncand))
+      continue; /* pending pods only: the provisioner's */
+    r = n ? &out->more[out->nmore] : &out->repl;
+    if (encode_replacement(s, &res->claims[c], 0, r)) {
+      carp__dis_replacement_cleanup(&out->repl);
+      carp__dis_replacements_free(out->more, out->nmore);
+      out->more = NULL;
+      out->nmore = 0;
       none(out, "can't encode the replacement NodeClaim", NULL);
-    return;
+      return;
+    }
+    if (n++)
+      out->nmore++;
   }
-  out->decision = DIS_REPLACE;
-  out->repl.nodepool = carp_strdup(s->pr.pools[cl->nodepool]->meta.name);
-  out->repl.body = carp_buf_steal(&body, NULL);
-  out->repl.types = carp_buf_steal(&types, NULL);
+  out->decision = n ? DIS_REPLACE : DIS_DELETE;
 }
 
 /* Where the run's candidate pods went (the pending pods after them are
@@ -448,13 +509,10 @@ static const struct carp_sched_claim *
 candidate_claim(const struct carp_sched_result *res, size_t ncand, int *more)
 {
   const struct carp_sched_claim *found = NULL;
-  size_t c, i;
+  size_t c;
   *more = 0;
   for (c = 0; c < res->nclaims; c++) {
-    for (i = 0; i < res->claims[c].npods; i++)
-      if (res->claims[c].pods[i] < ncand)
-        break;
-    if (i == res->claims[c].npods)
+    if (!holds_candidate_pods(&res->claims[c], ncand))
       continue; /* pending pods only: the provisioner's */
     if (found)
       *more = 1;
@@ -475,9 +533,10 @@ stuck(const struct carp_sched_result *res, size_t ncand)
 }
 
 /* multi: the multi-node price rule; priced 0: any replacement will do (a
- * question of room only). */
+ * question of room only); many: as many replacements as the pods need. */
 static void run(struct dis_sim *s, const size_t *idx, size_t n,
-                int allow_replace, int multi, int priced, struct dis_plan *out)
+                int allow_replace, int multi, int priced, int many,
+                struct dis_plan *out)
 {
   struct carp_sched_problem p = s->pr.p;
   struct carp_sched_result *res = NULL;
@@ -522,7 +581,7 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
   p.no_new_claims = !allow_replace || (priced && unknown_price);
   /* Pending pods may need claims of their own: then the count of claims
    * holding candidate pods is checked here instead. */
-  p.max_new_claims = s->npending ? 0 : 1;
+  p.max_new_claims = s->npending || many ? 0 : 1;
 
   if (carp_sched_solve(&p, &res)) {
     none(out, "the simulation failed", NULL);
@@ -531,6 +590,8 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
          u->pod < ncand ? "its pods cannot move: "
                         : "it holds room a CapacityBuffer keeps: ",
          u->message);
+  } else if (many) {
+    replacements(s, res, nmust, out);
   } else if (!(cl = candidate_claim(res, nmust, &more))) {
     out->decision = DIS_DELETE;
   } else if (more) {
@@ -558,26 +619,26 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
 void carp__dis_sim_run(struct dis_sim *s, const size_t *idx, size_t n,
                        int allow_replace, struct dis_plan *out)
 {
-  run(s, idx, n, allow_replace, 0, 1, out);
+  run(s, idx, n, allow_replace, 0, 1, 0, out);
 }
 
 void carp__dis_sim_run_multi(struct dis_sim *s, const size_t *idx, size_t n,
                              struct dis_plan *out)
 {
-  run(s, idx, n, 1, 1, 1, out);
+  run(s, idx, n, 1, 1, 1, 0, out);
 }
 
 void carp__dis_sim_run_any(struct dis_sim *s, const size_t *idx, size_t n,
                            struct dis_plan *out)
 {
-  run(s, idx, n, 1, 0, 0, out);
+  run(s, idx, n, 1, 0, 0, 1, out);
 }
 
 int carp__dis_sim_fits(struct dis_sim *s, const size_t *idx, size_t n)
 {
   struct dis_plan plan;
   int fits;
-  run(s, idx, n, 1, 0, 0, &plan);
+  run(s, idx, n, 1, 0, 0, 0, &plan);
   fits = plan.decision != DIS_NONE;
   carp__dis_plan_cleanup(&plan);
   return fits;

@@ -202,6 +202,44 @@ static void test_busy_drifted_node_replaced_first_one_at_a_time(void **state)
   kit_close(&k);
 }
 
+/* A drifted node whose pods need more than one new node (the sizes the
+ * pool now allows are smaller): every replacement is launched first, as
+ * Karpenter's drift does, and the node goes once all are up. */
+static void test_drifted_node_gets_several_replacements(void **state)
+{
+  struct kit k;
+  char r0[128], r1[128];
+  (void)state;
+  setup(&k, "disruption: {consolidateAfter: Never}");
+  kit_node(&k, "a", "default", "c1.4VCPU-8GB");
+  kit_pod(&k, "default", "web-a", "a", 1500, RS_OWNER);
+  kit_pod(&k, "default", "web-b", "a", 1500, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 5 * SEC);
+  kit_patch(&k, "NodePool", "default",
+            "{spec: {template: {spec: {requirements: [{key: "
+            "node.kubernetes.io/instance-type, operator: In, values: "
+            "[c1.2VCPU-4GB]}]}}}}");
+  kit_advance(&k, POLL + 2 * SEC);
+  assert_string_equal(drifted(&k, "a"), "RequirementsDrifted");
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 2);
+  assert_non_null(kit_created_claim(&k, 0));
+  assert_non_null(kit_created_claim(&k, 1));
+  snprintf(r0, sizeof(r0), "%s", kit_created_claim(&k, 0));
+  snprintf(r1, sizeof(r1), "%s", kit_created_claim(&k, 1));
+  assert_false(deleting(&k, "a"));
+  /* One up is not enough. */
+  kit_claim_up(&k, r0, "default");
+  kit_advance(&k, 2 * POLL);
+  assert_false(deleting(&k, "a"));
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 2);
+  kit_claim_up(&k, r1, "default");
+  kit_advance(&k, POLL);
+  assert_true(deleting(&k, "a"));
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 2);
+  kit_close(&k);
+}
+
 /* A host put in maintenance: no Kubernetes event says so, yet its nodes
  * drift within seconds (the host poll), not at the 5-minute resync; the
  * other host's do not; out of maintenance, the condition goes. */
@@ -254,6 +292,7 @@ int main(void)
       cmocka_unit_test(test_requirements_and_provider_drift),
       cmocka_unit_test(test_empty_drifted_nodes_go_at_once),
       cmocka_unit_test(test_busy_drifted_node_replaced_first_one_at_a_time),
+      cmocka_unit_test(test_drifted_node_gets_several_replacements),
       cmocka_unit_test(test_host_maintenance_drifts_its_nodes_only),
       cmocka_unit_test(test_unlaunched_claim_never_drifts),
   };
