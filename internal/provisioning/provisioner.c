@@ -61,18 +61,10 @@ struct carp_provisioner {
   double waiting[CARP_PROV_WAIT_N]; /* the last batch's, for m_waiting */
   struct carp_metric *m_ignored;
   double ignored; /* the last batch's, for m_ignored */
+  /* karpenter_pods_scheduling_decision_duration_seconds: at a pod's first
+   * decision, from when it was first seen pending (the cluster state's pod
+   * times, which the pod metrics read too). */
   struct carp_metric *m_decision;
-  /* Pending pods by UID: when first seen, whether decided (struct seen). */
-  struct carp_map seen;
-};
-
-/* A pending pod, from when the provisioner first saw it until it binds or
- * goes: karpenter_pods_scheduling_decision_duration_seconds is observed
- * at its first decision. */
-struct seen {
-  char *uid; /* the key */
-  int64_t since_ms;
-  int decided;
 };
 
 #define PROV(c) carp_container_of(c, struct carp_provisioner, base)
@@ -96,34 +88,15 @@ static void trigger(struct carp_provisioner *p, const char *key)
     carp_batcher_trigger(p->batcher, key);
 }
 
-static struct seen *seen_pod(struct carp_provisioner *p,
-                             const struct carp_pod *pod)
-{
-  struct seen *s;
-  if (!pod->meta.uid)
-    return NULL;
-  s = carp_map_gets(&p->seen, pod->meta.uid);
-  if (!s) {
-    s = CARP_NEW(struct seen);
-    s->uid = carp_strdup(pod->meta.uid);
-    s->since_ms = (int64_t)carp_controller_mono(&p->base);
-    carp_map_puts(&p->seen, s->uid, s);
-  }
-  return s;
-}
-
 /* The pod's first decision (a node, a NodeClaim or none fits): from when
- * it was first seen pending. */
-static void decided(struct carp_provisioner *p, const struct carp_pod *pod)
+ * it was first seen pending. Each decision also tells the cluster state
+ * whether the pod has a place (Karpenter's MarkPodSchedulingDecisions). */
+static void decided(struct carp_provisioner *p, const struct carp_pod *pod,
+                    int schedulable)
 {
-  struct seen *s = seen_pod(p, pod);
-  int64_t now = (int64_t)carp_controller_mono(&p->base);
-  if (!s || s->decided)
-    return;
-  s->decided = 1;
-  carp_metric_observe(p->m_decision, NULL,
-                      now > s->since_ms ? (double)(now - s->since_ms) / 1000.0
-                                        : 0);
+  int64_t waited = 0;
+  if (carp_cluster_pod_decide(p->base.env.cluster, pod, schedulable, &waited))
+    carp_metric_observe(p->m_decision, NULL, (double)waited / 1000.0);
 }
 
 /* Karpenter's validateKarpenterManagedLabelCanExist: a pod that requires
@@ -148,17 +121,10 @@ static void pod_event(struct carp_controller *c, const struct carp_objmeta *old,
 {
   const struct carp_pod *p = (const struct carp_pod *)obj;
   size_t nvirtual;
-  if (deleted || p->node_name) {
-    struct seen *s = obj->uid ? carp_map_dels(&PROV(c)->seen, obj->uid) : NULL;
-    if (s) {
-      carp_free(s->uid);
-      carp_free(s);
-    }
-    if (deleted)
-      return;
-  }
+  if (deleted)
+    return;
   if (carp_pod_is_provisionable(p)) {
-    seen_pod(PROV(c), p);
+    carp_cluster_pod_ack(c->env.cluster, p);
     trigger(PROV(c), obj->uid);
     return;
   }
@@ -486,7 +452,7 @@ static size_t collect_pending(struct carp_provisioner *p,
       ignored++;
       continue;
     }
-    seen_pod(p, pod);
+    carp_cluster_pod_ack(p->base.env.cluster, pod);
     if (n == cap) {
       cap = cap ? cap * 2 : 64;
       v = carp_reallocarray(v, cap, sizeof(*v));
@@ -567,7 +533,8 @@ static void reconcile(struct carp_controller *c, const char *key)
            CARP_F_DURATION("took", carp_controller_mono(c) - start));
   for (i = 0; i < pr.p.npods; i++)
     if (!carp_pod_is_virtual(pr.pods[i]))
-      decided(p, pr.pods[i]);
+      decided(p, pr.pods[i],
+              res->assignments[i].target != CARP_SCHED_UNSCHEDULED);
   nominate_existing(p, &pr, res);
   for (i = 0; i < res->nclaims; i++)
     start_create(p, &pr, &res->claims[i]);
@@ -644,18 +611,6 @@ static void prov_free(struct carp_controller *c)
     carp_metric_stream_detach(p->m_waiting);
   if (p->m_ignored)
     carp_metric_stream_detach(p->m_ignored);
-  {
-    struct carp_map_iter it;
-    const char *k;
-    size_t kl;
-    void *v;
-    carp_map_iter_init(&it);
-    while (carp_map_next(&p->seen, &it, &k, &kl, &v)) {
-      carp_free(((struct seen *)v)->uid);
-      carp_free(v);
-    }
-    carp_map_free(&p->seen);
-  }
   carp_free(p);
 }
 
@@ -678,7 +633,6 @@ int carp_provisioner_new(const struct carp_controller_env *env,
     return CARP_EINVAL;
   p = CARP_NEW(struct carp_provisioner);
   p->o = *o;
-  carp_map_init(&p->seen);
   rc = carp_batcher_new(env->loop, env->clock, o->batch_idle_ms,
                         o->batch_max_ms, on_window, p, &p->batcher);
   if (rc) {
