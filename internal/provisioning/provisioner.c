@@ -61,10 +61,20 @@ struct carp_provisioner {
   double waiting[CARP_PROV_WAIT_N]; /* the last batch's, for m_waiting */
   struct carp_metric *m_ignored;
   double ignored; /* the last batch's, for m_ignored */
+  /* karpenter_scheduler_pending_pods_by_effective_zone_count: the last
+   * solve's pending pods by effective zone. */
+  struct carp_metric *m_zones;
+  struct zone_count *zones;
+  size_t nzones;
   /* karpenter_pods_scheduling_decision_duration_seconds: at a pod's first
    * decision, from when it was first seen pending (the cluster state's pod
    * times, which the pod metrics read too). */
   struct carp_metric *m_decision;
+};
+
+struct zone_count {
+  char *zone;
+  double pods;
 };
 
 #define PROV(c) carp_container_of(c, struct carp_provisioner, base)
@@ -97,6 +107,41 @@ static void decided(struct carp_provisioner *p, const struct carp_pod *pod,
   int64_t waited = 0;
   if (carp_cluster_pod_decide(p->base.env.cluster, pod, schedulable, &waited))
     carp_metric_observe(p->m_decision, NULL, (double)waited / 1000.0);
+}
+
+static void zones_clear(struct carp_provisioner *p)
+{
+  size_t i;
+  for (i = 0; i < p->nzones; i++)
+    carp_free(p->zones[i].zone);
+  CARP_FREE(&p->zones);
+  p->nzones = 0;
+}
+
+/* The solve's pending pods (not a buffer's, not bound) by effective zone;
+ * the zones are few (the cluster's hosts, "flexible", "none"). */
+static void count_zones(struct carp_provisioner *p,
+                        const struct carp_prov_problem *pr,
+                        const struct carp_sched_result *res)
+{
+  size_t i, k;
+  zones_clear(p);
+  for (i = 0; i < pr->p.npods; i++) {
+    const struct carp_pod *pod = pr->pods[i];
+    const char *z = res->effective_zones[i];
+    if (carp_pod_is_virtual(pod) || pod->node_name ||
+        pod->phase != CARP_POD_PENDING)
+      continue;
+    for (k = 0; k < p->nzones && strcmp(p->zones[k].zone, z); k++)
+      ;
+    if (k == p->nzones) {
+      p->zones = carp_reallocarray(p->zones, p->nzones + 1, sizeof(*p->zones));
+      p->zones[k].zone = carp_strdup(z);
+      p->zones[k].pods = 0;
+      p->nzones++;
+    }
+    p->zones[k].pods++;
+  }
 }
 
 /* Karpenter's validateKarpenterManagedLabelCanExist: a pod that requires
@@ -509,6 +554,7 @@ static void reconcile(struct carp_controller *c, const char *key)
   if (!pr.p.npods) {
     /* Nothing to place: every pod is headed somewhere (or none waits). */
     p->unschedulable = 0;
+    zones_clear(p);
     if (pr.nheaded)
       again = wait_next && wait_next < RETRY_MS ? wait_next : RETRY_MS;
     goto done;
@@ -531,6 +577,7 @@ static void reconcile(struct carp_controller *c, const char *key)
            CARP_F_UINT("nodeclaims", res->nclaims),
            CARP_F_UINT("unschedulable", res->nunschedulable),
            CARP_F_DURATION("took", carp_controller_mono(c) - start));
+  count_zones(p, &pr, res);
   for (i = 0; i < pr.p.npods; i++)
     if (!carp_pod_is_virtual(pr.pods[i]))
       decided(p, pr.pods[i],
@@ -584,6 +631,15 @@ static void stream_waiting(struct carp_metric_writer *w, void *arg)
                               p->waiting[i]);
 }
 
+static void stream_zones(struct carp_metric_writer *w, void *arg)
+{
+  struct carp_provisioner *p = arg;
+  size_t i;
+  for (i = 0; i < p->nzones; i++)
+    carp_metric_writer_sample(w, CARP_VALUES("provisioner", p->zones[i].zone),
+                              p->zones[i].pods);
+}
+
 static void activated(struct carp_controller *c)
 {
   /* Leading now: whatever is pending gets a batch at once. */
@@ -611,6 +667,9 @@ static void prov_free(struct carp_controller *c)
     carp_metric_stream_detach(p->m_waiting);
   if (p->m_ignored)
     carp_metric_stream_detach(p->m_ignored);
+  if (p->m_zones)
+    carp_metric_stream_detach(p->m_zones);
+  zones_clear(p);
   carp_free(p);
 }
 
@@ -680,6 +739,15 @@ int carp_provisioner_new(const struct carp_controller_env *env,
         m, "karpenter_scheduler_ignored_pods_count",
         "Number of pods ignored during scheduling by Karpenter",
         CARP_METRIC_UNTYPED, NULL, stream_ignored, p);
+    p->m_zones = carp_metrics_stream(
+        m, "karpenter_scheduler_pending_pods_by_effective_zone_count",
+        "Pending pods dimensioned by effective zone constraint, or the "
+        "intersection of pod-level zone signals, volume topology (PVC "
+        "zones), and topology constraints. Values: specific zone name (e.g., "
+        "'us-west-2a'), 'flexible' (multiple zones), or 'none' (no valid "
+        "intersection).",
+        CARP_METRIC_UNTYPED, CARP_LABELS("controller", "zone"), stream_zones,
+        p);
     p->m_decision = carp_metrics_histogram(
         m, "karpenter_pods_scheduling_decision_duration_seconds",
         "The time it takes for Karpenter to first try to schedule a pod "
