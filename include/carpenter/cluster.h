@@ -187,6 +187,37 @@ int carp_cluster_nomination_report(struct carp_cluster *c, const char *pod_uid);
 /* Whether a node or NodeClaim has live nominations. */
 int carp_cluster_is_nominated(const struct carp_cluster *c, const char *target);
 
+/* ---- pod scheduling times (podtimes.c) ---- */
+
+/* What the provisioner knows of a pending pod (epoch ms, 0: not yet), as
+ * Karpenter's cluster state keeps it for the pod metrics. */
+struct carp_pod_times {
+  int64_t ack_ms;         /* first seen pending by the provisioner */
+  int64_t decided_ms;     /* its first scheduling decision */
+  int64_t schedulable_ms; /* first found a place (a node or a NodeClaim);
+                             reset when a later decision finds none */
+};
+/* The provisioner saw the pod pending (once per pod; a bound pod is left
+ * out). */
+void carp_cluster_pod_ack(struct carp_cluster *c, const struct carp_pod *pod);
+/* A scheduling decision about an unbound pod: schedulable when it was
+ * placed. Returns 1 on its first decision, with the time since its ack in
+ * *waited_ms (may be NULL), else 0. */
+int carp_cluster_pod_decide(struct carp_cluster *c, const struct carp_pod *pod,
+                            int schedulable, int64_t *waited_ms);
+/* 1 and *out when the pod (by UID) has a record, else 0. */
+int carp_cluster_pod_times(const struct carp_cluster *c, const char *pod_uid,
+                           struct carp_pod_times *out);
+/* Drops the pod's record: the pod metrics are done with it (the pod is
+ * Ready or finished). Records of pods deleted, Ready or finished go on
+ * their own too (deleted at once, the others at the next sweep). */
+void carp_cluster_pod_forget(struct carp_cluster *c, const char *pod_uid);
+/* Calls fn for each record whose pod is cached, until fn returns 0. */
+typedef int (*carp_pod_times_fn)(const struct carp_pod *pod,
+                                 const struct carp_pod_times *t, void *arg);
+void carp_cluster_pod_times_each(const struct carp_cluster *c,
+                                 carp_pod_times_fn fn, void *arg);
+
 /* ---- node activity ---- */
 
 /* Last time (epoch ms) a pod arrived on or left the node; 0 when unknown

@@ -15,6 +15,10 @@
  *   karpenter_pods_bound_duration_seconds              histogram
  *   karpenter_pods_unbound_time_seconds                {name, namespace},
  *       pods not bound yet (capped like karpenter_pods_state)
+ *   karpenter_pods_unstarted_time_seconds              {name, namespace},
+ *       pods not Ready yet (capped the same way)
+ *   karpenter_pods_provisioning_*                      counted from the
+ *       provisioner's first placement of the pod (provisioning.c)
  *   karpenter_nodepools_cost_total                     {nodepool}, offering
  *       prices of the pool's NodeClaims (env->provider's, overlays applied)
  *   karpenter_nodepools_usage, karpenter_nodepools_limit {nodepool,

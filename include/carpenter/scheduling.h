@@ -426,6 +426,11 @@ struct carp_sched_result {
   size_t nunschedulable;
   size_t nscheduled;
   double price; /* sum of the claims' prices */
+  /* Per problem pod, its effective zone before placement (Karpenter's
+   * computeEffectiveZoneFromPod): the one zone its required zones and
+   * zone topology rules leave, "flexible" for several or no constraint,
+   * "none" when nothing is left. */
+  const char **effective_zones;
   struct carp_sched_stats stats;
   void *priv;
 };

@@ -480,6 +480,11 @@ static void register_all(struct carp_metricsctl *m)
       "The time from pod creation until the pod is bound, for pods not "
       "bound yet.",
       CARP_LABELS("name", "namespace"), carp__mctl_stream_unbound);
+  carp__mctl_stream(
+      m, "karpenter_pods_unstarted_time_seconds",
+      "The time from pod creation until the pod is running, for pods not "
+      "Ready yet.",
+      CARP_LABELS("name", "namespace"), carp__mctl_stream_unstarted);
   carp__mctl_stream(m, "karpenter_cluster_state_node_count",
                     "Current count of nodes in cluster state", NULL,
                     stream_node_count);
@@ -560,6 +565,7 @@ int carp_metricsctl_new(const struct carp_controller_env *env,
   }
   register_all(m);
   carp__mctl_conditions_register(m);
+  carp__mctl_provisioning_register(m);
   carp_controller_watch(&m->base, env->cluster->pods, carp__mctl_pod_event);
   *out = &m->base;
   return 0;

@@ -55,6 +55,8 @@ struct carp_metricsctl {
   size_t nstreams;
   struct carp_metric *m_startup;
   struct carp_metric *m_bound;
+  struct carp_metric *m_prov_bound; /* provisioning.c */
+  struct carp_metric *m_prov_startup;
   int64_t unsynced_since_ms; /* monotonic; 0 while synced */
   size_t pods_omitted;       /* pods without a series at the last scrape */
   /* the snapshot */
@@ -93,6 +95,14 @@ void carp__mctl_stream_pods_omitted(struct carp_metric_writer *w, void *arg);
 /* karpenter_pods_unbound_time_seconds: one series per pod not bound yet
  * (at most pod_series_limit of them, oldest first). */
 void carp__mctl_stream_unbound(struct carp_metric_writer *w, void *arg);
+/* karpenter_pods_unstarted_time_seconds: one series per pod not Ready and
+ * not finished (capped like the others). */
+void carp__mctl_stream_unstarted(struct carp_metric_writer *w, void *arg);
+/* provisioning.c: the provisioning pod gauges and histograms. */
+void carp__mctl_provisioning_register(struct carp_metricsctl *m);
+void carp__mctl_provisioning_observe(struct carp_metricsctl *m,
+                                     struct carp_metric *h,
+                                     const struct carp_pod *p, int64_t at);
 /* Formats the node's labels for karpenter_pods_state (pod_labels). */
 void carp__mctl_pod_labels(struct carp_mctl_node *s);
 /* The pod informer's map: observes the durations (while leading). */

@@ -245,13 +245,14 @@ void carp__mctl_stream_pods_omitted(struct carp_metric_writer *w, void *arg)
   carp_metric_writer_sample(w, NULL, (double)m->pods_omitted);
 }
 
-/* Karpenter sets the gauge for every pod whose PodScheduled is not True
- * and drops it when the pod binds or goes: computed from the cache at
- * each scrape, a bound or deleted pod simply has no series. Capped like
- * karpenter_pods_state (pods left out are in cache order). */
-void carp__mctl_stream_unbound(struct carp_metric_writer *w, void *arg)
+/* Time since creation of each pod still waiting for something, computed
+ * from the cache at each scrape (a pod done waiting, or deleted, simply has
+ * no series), capped like karpenter_pods_state (pods left out are in cache
+ * order). */
+static void stream_waiting(struct carp_metric_writer *w,
+                           struct carp_metricsctl *m,
+                           int (*waits)(const struct carp_pod *p))
 {
-  struct carp_metricsctl *m = arg;
   struct carp_store *pods = carp_informer_store(m->cluster->pods);
   struct carp_store_iter it;
   struct carp_objmeta *o;
@@ -260,13 +261,37 @@ void carp__mctl_stream_unbound(struct carp_metric_writer *w, void *arg)
   carp_store_iter_init(&it);
   while (emitted < m->o.pod_series_limit && (o = carp_store_next(pods, &it))) {
     const struct carp_pod *p = (const struct carp_pod *)o;
-    if (p->node_name || carp_pod_is_terminal(p) || !o->creation_ms)
+    if (carp_pod_is_terminal(p) || !o->creation_ms || !waits(p))
       continue;
     carp_metric_writer_sample(
         w, CARP_VALUES(o->name, o->namespace ? o->namespace : ""),
         now > o->creation_ms ? (double)(now - o->creation_ms) / 1000.0 : 0);
     emitted++;
   }
+}
+
+static int unbound(const struct carp_pod *p)
+{
+  return !p->node_name;
+}
+
+static int unstarted(const struct carp_pod *p)
+{
+  return !p->ready;
+}
+
+/* Karpenter sets the gauge for every pod whose PodScheduled is not True
+ * and drops it when the pod binds or goes. */
+void carp__mctl_stream_unbound(struct carp_metric_writer *w, void *arg)
+{
+  stream_waiting(w, arg, unbound);
+}
+
+/* Karpenter sets it for pods pending, or seen pending and not Ready yet,
+ * and drops it when the pod is Ready, finished or gone. */
+void carp__mctl_stream_unstarted(struct carp_metric_writer *w, void *arg)
+{
+  stream_waiting(w, arg, unstarted);
 }
 
 /* ---- durations ---- */
@@ -286,11 +311,17 @@ void carp__mctl_pod_event(struct carp_controller *c,
     int64_t at = p->scheduled_ms ? p->scheduled_ms : carp_controller_now(c);
     if (at >= created)
       carp_metric_observe(m->m_bound, NULL, (double)(at - created) / 1000.0);
+    carp__mctl_provisioning_observe(m, m->m_prov_bound, p, at);
   }
   /* Seen not Ready, now Ready: creation to Ready=True. */
   if (!o->ready && p->ready && p->phase == CARP_POD_RUNNING) {
     int64_t at = p->ready_ms ? p->ready_ms : carp_controller_now(c);
     if (at >= created)
       carp_metric_observe(m->m_startup, NULL, (double)(at - created) / 1000.0);
+    carp__mctl_provisioning_observe(m, m->m_prov_startup, p, at);
   }
+  /* Ready or finished: the provisioner's times of the pod have done their
+   * job. */
+  if ((p->ready && p->phase == CARP_POD_RUNNING) || carp_pod_is_terminal(p))
+    carp_cluster_pod_forget(m->cluster, p->meta.uid);
 }

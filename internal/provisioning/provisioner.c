@@ -61,18 +61,20 @@ struct carp_provisioner {
   double waiting[CARP_PROV_WAIT_N]; /* the last batch's, for m_waiting */
   struct carp_metric *m_ignored;
   double ignored; /* the last batch's, for m_ignored */
+  /* karpenter_scheduler_pending_pods_by_effective_zone_count: the last
+   * solve's pending pods by effective zone. */
+  struct carp_metric *m_zones;
+  struct zone_count *zones;
+  size_t nzones;
+  /* karpenter_pods_scheduling_decision_duration_seconds: at a pod's first
+   * decision, from when it was first seen pending (the cluster state's pod
+   * times, which the pod metrics read too). */
   struct carp_metric *m_decision;
-  /* Pending pods by UID: when first seen, whether decided (struct seen). */
-  struct carp_map seen;
 };
 
-/* A pending pod, from when the provisioner first saw it until it binds or
- * goes: karpenter_pods_scheduling_decision_duration_seconds is observed
- * at its first decision. */
-struct seen {
-  char *uid; /* the key */
-  int64_t since_ms;
-  int decided;
+struct zone_count {
+  char *zone;
+  double pods;
 };
 
 #define PROV(c) carp_container_of(c, struct carp_provisioner, base)
@@ -96,34 +98,50 @@ static void trigger(struct carp_provisioner *p, const char *key)
     carp_batcher_trigger(p->batcher, key);
 }
 
-static struct seen *seen_pod(struct carp_provisioner *p,
-                             const struct carp_pod *pod)
+/* The pod's first decision (a node, a NodeClaim or none fits): from when
+ * it was first seen pending. Each decision also tells the cluster state
+ * whether the pod has a place (Karpenter's MarkPodSchedulingDecisions). */
+static void decided(struct carp_provisioner *p, const struct carp_pod *pod,
+                    int schedulable)
 {
-  struct seen *s;
-  if (!pod->meta.uid)
-    return NULL;
-  s = carp_map_gets(&p->seen, pod->meta.uid);
-  if (!s) {
-    s = CARP_NEW(struct seen);
-    s->uid = carp_strdup(pod->meta.uid);
-    s->since_ms = (int64_t)carp_controller_mono(&p->base);
-    carp_map_puts(&p->seen, s->uid, s);
-  }
-  return s;
+  int64_t waited = 0;
+  if (carp_cluster_pod_decide(p->base.env.cluster, pod, schedulable, &waited))
+    carp_metric_observe(p->m_decision, NULL, (double)waited / 1000.0);
 }
 
-/* The pod's first decision (a node, a NodeClaim or none fits): from when
- * it was first seen pending. */
-static void decided(struct carp_provisioner *p, const struct carp_pod *pod)
+static void zones_clear(struct carp_provisioner *p)
 {
-  struct seen *s = seen_pod(p, pod);
-  int64_t now = (int64_t)carp_controller_mono(&p->base);
-  if (!s || s->decided)
-    return;
-  s->decided = 1;
-  carp_metric_observe(p->m_decision, NULL,
-                      now > s->since_ms ? (double)(now - s->since_ms) / 1000.0
-                                        : 0);
+  size_t i;
+  for (i = 0; i < p->nzones; i++)
+    carp_free(p->zones[i].zone);
+  CARP_FREE(&p->zones);
+  p->nzones = 0;
+}
+
+/* The solve's pending pods (not a buffer's, not bound) by effective zone;
+ * the zones are few (the cluster's hosts, "flexible", "none"). */
+static void count_zones(struct carp_provisioner *p,
+                        const struct carp_prov_problem *pr,
+                        const struct carp_sched_result *res)
+{
+  size_t i, k;
+  zones_clear(p);
+  for (i = 0; i < pr->p.npods; i++) {
+    const struct carp_pod *pod = pr->pods[i];
+    const char *z = res->effective_zones[i];
+    if (carp_pod_is_virtual(pod) || pod->node_name ||
+        pod->phase != CARP_POD_PENDING)
+      continue;
+    for (k = 0; k < p->nzones && strcmp(p->zones[k].zone, z); k++)
+      ;
+    if (k == p->nzones) {
+      p->zones = carp_reallocarray(p->zones, p->nzones + 1, sizeof(*p->zones));
+      p->zones[k].zone = carp_strdup(z);
+      p->zones[k].pods = 0;
+      p->nzones++;
+    }
+    p->zones[k].pods++;
+  }
 }
 
 /* Karpenter's validateKarpenterManagedLabelCanExist: a pod that requires
@@ -148,17 +166,10 @@ static void pod_event(struct carp_controller *c, const struct carp_objmeta *old,
 {
   const struct carp_pod *p = (const struct carp_pod *)obj;
   size_t nvirtual;
-  if (deleted || p->node_name) {
-    struct seen *s = obj->uid ? carp_map_dels(&PROV(c)->seen, obj->uid) : NULL;
-    if (s) {
-      carp_free(s->uid);
-      carp_free(s);
-    }
-    if (deleted)
-      return;
-  }
+  if (deleted)
+    return;
   if (carp_pod_is_provisionable(p)) {
-    seen_pod(PROV(c), p);
+    carp_cluster_pod_ack(c->env.cluster, p);
     trigger(PROV(c), obj->uid);
     return;
   }
@@ -486,7 +497,7 @@ static size_t collect_pending(struct carp_provisioner *p,
       ignored++;
       continue;
     }
-    seen_pod(p, pod);
+    carp_cluster_pod_ack(p->base.env.cluster, pod);
     if (n == cap) {
       cap = cap ? cap * 2 : 64;
       v = carp_reallocarray(v, cap, sizeof(*v));
@@ -543,6 +554,7 @@ static void reconcile(struct carp_controller *c, const char *key)
   if (!pr.p.npods) {
     /* Nothing to place: every pod is headed somewhere (or none waits). */
     p->unschedulable = 0;
+    zones_clear(p);
     if (pr.nheaded)
       again = wait_next && wait_next < RETRY_MS ? wait_next : RETRY_MS;
     goto done;
@@ -565,9 +577,11 @@ static void reconcile(struct carp_controller *c, const char *key)
            CARP_F_UINT("nodeclaims", res->nclaims),
            CARP_F_UINT("unschedulable", res->nunschedulable),
            CARP_F_DURATION("took", carp_controller_mono(c) - start));
+  count_zones(p, &pr, res);
   for (i = 0; i < pr.p.npods; i++)
     if (!carp_pod_is_virtual(pr.pods[i]))
-      decided(p, pr.pods[i]);
+      decided(p, pr.pods[i],
+              res->assignments[i].target != CARP_SCHED_UNSCHEDULED);
   nominate_existing(p, &pr, res);
   for (i = 0; i < res->nclaims; i++)
     start_create(p, &pr, &res->claims[i]);
@@ -617,6 +631,15 @@ static void stream_waiting(struct carp_metric_writer *w, void *arg)
                               p->waiting[i]);
 }
 
+static void stream_zones(struct carp_metric_writer *w, void *arg)
+{
+  struct carp_provisioner *p = arg;
+  size_t i;
+  for (i = 0; i < p->nzones; i++)
+    carp_metric_writer_sample(w, CARP_VALUES("provisioner", p->zones[i].zone),
+                              p->zones[i].pods);
+}
+
 static void activated(struct carp_controller *c)
 {
   /* Leading now: whatever is pending gets a batch at once. */
@@ -644,18 +667,9 @@ static void prov_free(struct carp_controller *c)
     carp_metric_stream_detach(p->m_waiting);
   if (p->m_ignored)
     carp_metric_stream_detach(p->m_ignored);
-  {
-    struct carp_map_iter it;
-    const char *k;
-    size_t kl;
-    void *v;
-    carp_map_iter_init(&it);
-    while (carp_map_next(&p->seen, &it, &k, &kl, &v)) {
-      carp_free(((struct seen *)v)->uid);
-      carp_free(v);
-    }
-    carp_map_free(&p->seen);
-  }
+  if (p->m_zones)
+    carp_metric_stream_detach(p->m_zones);
+  zones_clear(p);
   carp_free(p);
 }
 
@@ -678,7 +692,6 @@ int carp_provisioner_new(const struct carp_controller_env *env,
     return CARP_EINVAL;
   p = CARP_NEW(struct carp_provisioner);
   p->o = *o;
-  carp_map_init(&p->seen);
   rc = carp_batcher_new(env->loop, env->clock, o->batch_idle_ms,
                         o->batch_max_ms, on_window, p, &p->batcher);
   if (rc) {
@@ -726,6 +739,15 @@ int carp_provisioner_new(const struct carp_controller_env *env,
         m, "karpenter_scheduler_ignored_pods_count",
         "Number of pods ignored during scheduling by Karpenter",
         CARP_METRIC_UNTYPED, NULL, stream_ignored, p);
+    p->m_zones = carp_metrics_stream(
+        m, "karpenter_scheduler_pending_pods_by_effective_zone_count",
+        "Pending pods dimensioned by effective zone constraint, or the "
+        "intersection of pod-level zone signals, volume topology (PVC "
+        "zones), and topology constraints. Values: specific zone name (e.g., "
+        "'us-west-2a'), 'flexible' (multiple zones), or 'none' (no valid "
+        "intersection).",
+        CARP_METRIC_UNTYPED, CARP_LABELS("controller", "zone"), stream_zones,
+        p);
     p->m_decision = carp_metrics_histogram(
         m, "karpenter_pods_scheduling_decision_duration_seconds",
         "The time it takes for Karpenter to first try to schedule a pod "

@@ -431,6 +431,35 @@ static void unschedulable_out(struct schd_solver *s, struct schd_arena *a,
   carp_buf_free(&one);
 }
 
+/* The pods' effective zones, each distinct name copied once (zones are
+ * few). */
+static void copy_zones(const struct schd_solver *s, struct carp_sched_result *r,
+                       struct schd_arena *a)
+{
+  const char *seen[16][2];
+  size_t nseen = 0;
+  r->effective_zones =
+      schd_zalloc(a, (s->p->npods + 1) * sizeof(*r->effective_zones));
+  for (size_t i = 0; i < s->p->npods; i++) {
+    const char *z = s->ezone ? s->ezone[i] : NULL;
+    size_t k;
+    if (!z)
+      z = "flexible";
+    for (k = 0; k < nseen && seen[k][0] != z; k++)
+      ;
+    if (k < nseen) {
+      r->effective_zones[i] = seen[k][1];
+      continue;
+    }
+    r->effective_zones[i] = copy(a, z);
+    if (nseen < 16) {
+      seen[nseen][0] = z;
+      seen[nseen][1] = r->effective_zones[i];
+      nseen++;
+    }
+  }
+}
+
 int schd_result_build(struct schd_solver *s, struct carp_sched_result *r)
 {
   const struct carp_sched_problem *p = s->p;
@@ -445,6 +474,7 @@ int schd_result_build(struct schd_solver *s, struct carp_sched_result *r)
   for (uint32_t bi = 0; bi < s->nbins; bi++)
     claim_of[bi] =
         s->bins[bi].kind == BIN_CLAIM ? (uint32_t)nclaims++ : SCHD_NONE;
+  copy_zones(s, r, a);
   r->claims = schd_zalloc(a, (nclaims + 1) * sizeof(*r->claims));
   r->nclaims = nclaims;
   for (size_t i = 0; i < p->npods; i++) {

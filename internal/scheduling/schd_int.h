@@ -469,6 +469,7 @@ struct schd_solver {
   uint32_t nbreg, capbreg;
   uint64_t *open;     /* bins that may still take a pod */
   uint32_t *assign;   /* pod -> bin or SCHD_NONE */
+  const char **ezone; /* pod -> effective zone (zones.c), borrowed */
   uint32_t *node_bin; /* problem node -> bin */
   uint8_t topo_ready;
   uint64_t *bscr, *bscr2; /* bin-sized scratch */
@@ -531,6 +532,8 @@ void schd_bin_add_ports(struct schd_bin *b, const struct schd_port *p,
 
 /* topology.c */
 int schd_topology_setup(struct schd_solver *s);
+/* zones.c: s->ezone, from the groups as applied before the first pass. */
+void schd_effective_zones(struct schd_solver *s);
 uint32_t schd_tg_get(struct schd_solver *s, uint8_t type, uint32_t key,
                      int32_t max_skew, int32_t min_domains, uint32_t filter,
                      const struct carp_sched_selector *sel, uint32_t podns,

@@ -543,6 +543,7 @@ int carp_sched_solve(const struct carp_sched_problem *p,
     else
       q1[n1++] = gi;
   }
+  schd_effective_zones(s);
   qsort_r(q1, n1, sizeof(uint32_t), group_cmp, s);
   qsort_r(q2, n2, sizeof(uint32_t), group_cmp, s);
   if (n1)

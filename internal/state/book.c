@@ -46,6 +46,7 @@ struct book {
   struct carp_map replaced;    /* nodeclaim name -> name copy */
   struct carp_clock *clock;    /* NULL: the system clock */
   struct carp_vbook *virt;     /* virtual.c */
+  struct carp_podtimes *times; /* podtimes.c */
   uv_timer_t sweep;
 };
 
@@ -62,6 +63,16 @@ static int64_t now_ms(const struct book *b)
 struct carp_vbook *carp__cluster_vbook(const struct carp_cluster *c)
 {
   return book_of(c)->virt;
+}
+
+struct carp_podtimes *carp__cluster_podtimes(const struct carp_cluster *c)
+{
+  return book_of(c)->times;
+}
+
+int64_t carp__cluster_now_ms(const struct carp_cluster *c)
+{
+  return now_ms(book_of(c));
 }
 
 void carp_cluster_set_clock(struct carp_cluster *c, struct carp_clock *clock)
@@ -442,6 +453,7 @@ static void pod_deleted(struct carp_objmeta *obj, void *arg)
   struct nomination *n = carp_map_dels(&b->nominations, p->meta.uid);
   if (n)
     nomination_free(b, n);
+  carp__podtimes_forget(b->times, p->meta.uid);
   if (p->node_name && !carp_pod_is_terminal(p))
     touch(b, p->node_name);
 }
@@ -514,6 +526,7 @@ static void on_sweep(uv_timer_t *t)
   for (i = 0; i < n; i++)
     drop_expect(b, drop[i]);
   carp_free(drop);
+  carp__podtimes_sweep(b->times, carp_informer_store(c->pods));
 }
 
 void carp__cluster_book_init(struct carp_cluster *c,
@@ -536,6 +549,7 @@ void carp__cluster_book_init(struct carp_cluster *c,
   carp_map_init(&b->marks);
   carp_map_init(&b->replaced);
   b->virt = carp__vbook_new();
+  b->times = carp__podtimes_new();
   c->priv = b;
   carp_informer_add_handlers(c->pods, &ph);
   carp_informer_add_handlers(c->nodeclaims, &ch);
@@ -581,6 +595,8 @@ void carp__cluster_book_free(struct carp_cluster *c)
   marks_free(&b->replaced);
   carp__vbook_free(b->virt);
   b->virt = NULL;
+  carp__podtimes_free(b->times);
+  b->times = NULL;
   c->priv = NULL;
   uv_close((uv_handle_t *)&b->sweep, on_sweep_closed);
 }

@@ -178,6 +178,41 @@ static void test_ignored_pods_and_decision_duration(void **state)
   kit_close(&k);
 }
 
+/* karpenter_scheduler_pending_pods_by_effective_zone_count: the last
+ * batch's pending pods by the zone their constraints leave them. */
+static void test_pending_pods_by_effective_zone(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "");
+  kit_start(&k);
+  kit_pod(&k, "default", "a", NULL, 500, "");
+  kit_pod(&k, "default", "b", NULL, 500, "");
+  kit_pod(&k, "default", "pinned", NULL, 500, "");
+  kit_patch(&k, "Pod", "default/pinned",
+            "{spec: {nodeSelector: {topology.kubernetes.io/zone: pve-9}}}");
+  kit_advance(&k, 1100);
+  assert_true(kit_metric(&k,
+                         "karpenter_scheduler_pending_pods_by_effective_zone_"
+                         "count",
+                         CARP_VALUES("controller=\"provisioner\"",
+                                     "zone=\"flexible\"")) == 2);
+  assert_true(kit_metric(&k,
+                         "karpenter_scheduler_pending_pods_by_effective_zone_"
+                         "count",
+                         CARP_VALUES("zone=\"pve-9\"")) == 1);
+  /* The pods bind: the next batch has nothing pending, and no series. */
+  kit_patch(&k, "Pod", "default/a", "{spec: {nodeName: n1}}");
+  kit_patch(&k, "Pod", "default/b", "{spec: {nodeName: n1}}");
+  kit_delete(&k, "Pod", "default/pinned");
+  kit_advance(&k, 30 * SEC);
+  assert_true(kit_metric(&k,
+                         "karpenter_scheduler_pending_pods_by_effective_zone_"
+                         "count",
+                         NULL) == 0);
+  kit_close(&k);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -188,6 +223,7 @@ int main(void)
       cmocka_unit_test(test_unschedulable_pod_gets_an_event),
       cmocka_unit_test(test_failed_create_is_retried),
       cmocka_unit_test(test_follower_launches_nothing),
+      cmocka_unit_test(test_pending_pods_by_effective_zone),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,7 +3,9 @@
  * existing pods counted; nodeAffinityPolicy; ScheduleAnyway relaxed;
  * required and preferred affinity and anti-affinity on zone and hostname,
  * the inverse anti-affinity of running pods and of pods in the same batch,
- * and anti-affinity against pods on in-flight claims. */
+ * and anti-affinity against pods on in-flight claims; each pod's
+ * effective zone (Karpenter's computeEffectiveZoneFromPod) before the
+ * placement. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -580,6 +582,51 @@ static void test_anti_affinity_namespaces(void **state)
   tb_free(&t);
 }
 
+/* ---- effective zones ---- */
+
+static const char *ezone(struct tb *t, const struct carp_sched_pod *p)
+{
+  return t->res->effective_zones[tb_pod_index(t, p)];
+}
+
+static void test_effective_zones(void **state)
+{
+  struct tb t;
+  struct carp_sched_pod *free_, *sel, *two, *spread, *two_spread, *anti, *ghost;
+  (void)state;
+  tb_init(&t);
+  tb_standard(&t);
+  tb_node(&t, "n1", "default", "z1", "16", "64Gi", "110");
+  tb_bound(&t, 0, "app", "web", NULL, NULL, NULL);
+  tb_bound(&t, 0, "app", "db", NULL, NULL, NULL);
+  free_ = tb_pod(&t, "free", "100m", "100Mi");
+  sel = tb_pod(&t, "sel", "100m", "100Mi");
+  tb_pod_selector(&t, sel, ZONE, "z2");
+  two = tb_pod(&t, "two", "100m", "100Mi");
+  tb_pod_required(&t, two, 0, ZONE, CARP_SCHED_OP_IN, "z1,z2");
+  /* z1 has a web pod already: maxSkew 1, the pod itself counted, leaves
+   * z2 and z3 */
+  spread = spread_pod(&t, ZONE, 1, DNS, 0);
+  two_spread = spread_pod(&t, ZONE, 1, DNS, 0);
+  tb_pod_required(&t, two_spread, 0, ZONE, CARP_SCHED_OP_IN, "z1,z2");
+  /* only z1 allowed, and a db pod there */
+  anti = tb_pod(&t, "anti", "100m", "100Mi");
+  tb_pod_selector(&t, anti, ZONE, "z1");
+  tb_pod_term(&t, anti, TB_ANTI, ZONE, "app", "db", 0);
+  /* a zone no node or offering has: Karpenter names it all the same */
+  ghost = tb_pod(&t, "ghost", "100m", "100Mi");
+  tb_pod_selector(&t, ghost, ZONE, "z9");
+  tb_solve(&t);
+  assert_string_equal(ezone(&t, free_), "flexible");
+  assert_string_equal(ezone(&t, sel), "z2");
+  assert_string_equal(ezone(&t, two), "flexible");
+  assert_string_equal(ezone(&t, spread), "flexible");
+  assert_string_equal(ezone(&t, two_spread), "z2");
+  assert_string_equal(ezone(&t, anti), "none");
+  assert_string_equal(ezone(&t, ghost), "z9");
+  tb_free(&t);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -600,6 +647,7 @@ int main(void)
       cmocka_unit_test(test_inverse_anti_affinity_in_batch),
       cmocka_unit_test(test_anti_affinity_in_flight_claims),
       cmocka_unit_test(test_anti_affinity_namespaces),
+      cmocka_unit_test(test_effective_zones),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,7 +5,10 @@
  * pool's NodeClaims), karpenter_nodes_total_pod_limits and
  * _total_daemon_limits (container limits as Kubernetes sums them), and
  * operatorpkg's operator_status_condition_* (a
- * series per object and condition, transitions counted and timed). */
+ * series per object and condition, transitions counted and timed), and
+ * the pod metrics that count from the provisioner's decisions
+ * (karpenter_pods_provisioning_*), with karpenter_pods_unstarted_time_seconds.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,7 +18,9 @@
 
 #include <cmocka.h>
 
+#include "carpenter/cluster.h"
 #include "carpenter/metricsctl.h"
+#include "carpenter/provisioner.h"
 #include "carpenter/timeutil.h"
 #include "kit.h"
 
@@ -276,6 +281,114 @@ static void test_node_limits(void **state)
   kit_close(&k);
 }
 
+/* A pod's gauge for the pod name, or -1 when it has no series. */
+static double pod_series(struct kit *k, const char *metric, const char *name)
+{
+  char want[128];
+  snprintf(want, sizeof(want), "name=\"%s\"", name);
+  return kit_metric(k, metric, CARP_VALUES(want));
+}
+
+#define NEAR(a, b) ((a) > (b)-0.001 && (a) < (b) + 0.001)
+#define UNDECIDED                                                              \
+  "karpenter_pods_provisioning_scheduling_undecided_time_seconds"
+#define P_UNBOUND   "karpenter_pods_provisioning_unbound_time_seconds"
+#define P_UNSTARTED "karpenter_pods_provisioning_unstarted_time_seconds"
+
+/* Karpenter's provisioning metrics count from the provisioner's first
+ * decision that a pod has a place, only for pods it found one for; the
+ * undecided time from when it first saw the pod until that decision. */
+static void test_provisioning_pod_metrics(void **state)
+{
+  struct kit k;
+  struct carp_provisioner_options po = {.batch_idle_ms = 1 * SEC,
+                                        .batch_max_ms = 10 * SEC};
+  struct carp_controller *c;
+  struct carp_pod_times t;
+  const struct carp_pod *a;
+  (void)state;
+  setup(&k, 0);
+  assert_int_equal(carp_provisioner_new(&k.env, &po, &c), 0);
+  kit_add(&k, c);
+  kit_nodepool(&k, "default", "");
+  kit_start(&k);
+  kit_pod(&k, "default", "a", NULL, 500, "");
+  kit_pod(&k, "default", "huge", NULL, 64000, "");
+  kit_advance(&k, 500);
+  /* Seen, no decision yet: the batch window is open. */
+  assert_true(NEAR(pod_series(&k, UNDECIDED, "a"), 0.5));
+  assert_true(NEAR(pod_series(&k, UNDECIDED, "huge"), 0.5));
+  assert_int_equal(count_lines(&k, "\n" P_UNBOUND "{"), 0);
+  assert_true(
+      NEAR(pod_series(&k, "karpenter_pods_unstarted_time_seconds", "a"), 0.5));
+  /* The window closed at 1 s: a goes on a NodeClaim, huge fits nowhere. */
+  kit_advance(&k, 600);
+  assert_int_equal(kit_count(&k, "NodeClaim"), 1);
+  assert_int_equal(count_lines(&k, "\n" UNDECIDED "{"), 0);
+  assert_true(NEAR(pod_series(&k, P_UNBOUND, "a"), 0.1));
+  assert_true(NEAR(pod_series(&k, P_UNSTARTED, "a"), 0.1));
+  assert_int_equal(count_lines(&k, "\n" P_UNBOUND "{"), 1);
+  assert_int_equal(count_lines(&k, "\n" P_UNSTARTED "{"), 1);
+  kit_advance(&k, 10 * SEC);
+  assert_true(NEAR(pod_series(&k, P_UNBOUND, "a"), 10.1));
+  /* Bound 10.1 s after it was found a place. */
+  kit_patch(&k, "Pod", "default/a",
+            "{spec: {nodeName: n1}, status: {conditions: "
+            "[{type: PodScheduled, status: 'True'}]}}");
+  assert_int_equal(count_lines(&k, "\n" P_UNBOUND "{"), 0);
+  assert_true(
+      kit_metric(&k, "karpenter_pods_provisioning_bound_duration_seconds_count",
+                 NULL) == 1);
+  assert_true(NEAR(
+      kit_metric(&k, "karpenter_pods_provisioning_bound_duration_seconds_sum",
+                 NULL),
+      10.1));
+  assert_true(NEAR(pod_series(&k, P_UNSTARTED, "a"), 10.1));
+  /* Ready 5 s later: the startup histogram, and no more waiting series. */
+  kit_advance(&k, 5 * SEC);
+  kit_patch(&k, "Pod", "default/a",
+            "{status: {phase: Running, conditions: [{type: PodScheduled, "
+            "status: 'True'}, {type: Ready, status: 'True'}]}}");
+  assert_true(
+      kit_metric(&k,
+                 "karpenter_pods_provisioning_startup_duration_seconds_count",
+                 NULL) == 1);
+  assert_true(NEAR(
+      kit_metric(&k, "karpenter_pods_provisioning_startup_duration_seconds_sum",
+                 NULL),
+      15.1));
+  assert_int_equal(count_lines(&k, "\n" P_UNSTARTED "{"), 0);
+  assert_int_equal(
+      count_lines(&k, "\nkarpenter_pods_unstarted_time_seconds{name=\"a\""), 0);
+  /* The pod that fits nowhere never counts as provisioned for; its
+   * creation-based gauges go on. */
+  assert_true(NEAR(
+      pod_series(&k, "karpenter_pods_unbound_time_seconds", "huge"), 16.1));
+  assert_true(NEAR(
+      pod_series(&k, "karpenter_pods_unstarted_time_seconds", "huge"), 16.1));
+  assert_true(
+      kit_metric(&k, "karpenter_pods_provisioning_bound_duration_seconds_count",
+                 NULL) == 1);
+  /* The records go: a Ready pod's once observed, a deleted one's at
+   * once. */
+  a = (const struct carp_pod *)carp_store_get(
+      carp_informer_store(k.cluster->pods), "default/a");
+  assert_non_null(a);
+  assert_int_equal(carp_cluster_pod_times(k.cluster, a->meta.uid, &t), 0);
+  {
+    const struct carp_pod *h = (const struct carp_pod *)carp_store_get(
+        carp_informer_store(k.cluster->pods), "default/huge");
+    char uid[128];
+    assert_non_null(h);
+    snprintf(uid, sizeof(uid), "%s", h->meta.uid);
+    assert_int_equal(carp_cluster_pod_times(k.cluster, uid, &t), 1);
+    assert_true(t.decided_ms && !t.schedulable_ms);
+    kit_delete(&k, "Pod", "default/huge");
+    assert_int_equal(carp_cluster_pod_times(k.cluster, uid, &t), 0);
+  }
+  kit_close(&k);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -284,6 +397,7 @@ int main(void)
       cmocka_unit_test(test_nodepool_cost),
       cmocka_unit_test(test_status_conditions),
       cmocka_unit_test(test_node_limits),
+      cmocka_unit_test(test_provisioning_pod_metrics),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
