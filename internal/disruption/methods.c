@@ -291,6 +291,47 @@ static int static_drift(const struct carp_cluster *c,
   return found;
 }
 
+/* The drifted node idx[0] can go (plan); more of the drifted nodes after
+ * it (rest, in drift order) go with it in one command as far as their
+ * pools' Drifted budgets allow and the simulation finds every pod a place:
+ * the longest such prefix, found by halving, so a budget of ten replaces
+ * ten nodes at a time instead of one after another. Returns how many are
+ * in idx; plan is the plan for all of them. */
+static size_t widen_drift(struct dis_sim *sim, const struct dis_analysis *a,
+                          const size_t *rest, size_t nrest, size_t *idx,
+                          struct dis_plan *plan)
+{
+  int64_t *taken = carp_calloc(a->npools + 1, sizeof(int64_t));
+  size_t i, m = 0, lo = 0, hi;
+  taken[a->cands[idx[0]].pool] = 1;
+  for (i = 0; i < nrest; i++) {
+    const struct dis_cand *cd = &a->cands[rest[i]];
+    const struct dis_pool *pool = &a->pools[cd->pool];
+    if (pool->np->has_replicas ||
+        taken[cd->pool] >= pool->allowed[CARP_DISRUPT_DRIFTED])
+      continue;
+    taken[cd->pool]++;
+    idx[1 + m++] = rest[i];
+  }
+  carp_free(taken);
+  /* lo: the longest prefix known to go; hi: the longest that may. */
+  hi = m;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo + 1) / 2;
+    struct dis_plan p;
+    carp__dis_sim_run_any(sim, idx, 1 + mid, &p);
+    if (p.decision == DIS_NONE) {
+      carp__dis_plan_cleanup(&p);
+      hi = mid - 1;
+      continue;
+    }
+    carp__dis_plan_cleanup(plan);
+    *plan = p;
+    lo = mid;
+  }
+  return 1 + lo;
+}
+
 static int drift(const struct carp_cluster *c, struct carp_provider *provider,
                  const struct dis_analysis *a, struct dis_command *cmd,
                  struct dis_notes *notes)
@@ -299,7 +340,7 @@ static int drift(const struct carp_cluster *c, struct carp_provider *provider,
   size_t *order = carp_calloc(a->ncands + 1, sizeof(size_t));
   size_t *idx = carp_calloc(a->ncands + 1, sizeof(size_t));
   struct dis_sim *sim = NULL;
-  size_t i, n = 0, ne = 0;
+  size_t i, k, n = 0, ne = 0;
   int found = 0;
   for (i = 0; i < a->ncands; i++)
     if (a->cands[i].drifted)
@@ -346,9 +387,10 @@ static int drift(const struct carp_cluster *c, struct carp_provider *provider,
       continue;
     }
     idx[0] = order[i];
-    command_of(cmd, DIS_DRIFT, CARP_DISRUPT_DRIFTED, idx, 1);
+    k = widen_drift(sim, a, order + i + 1, n - i - 1, idx, &plan);
+    command_of(cmd, DIS_DRIFT, CARP_DISRUPT_DRIFTED, idx, k);
     cmd->plan = plan;
-    cmd->savings = price_of_set(a, idx, 1);
+    cmd->savings = price_of_set(a, idx, k);
     if (plan.decision == DIS_REPLACE) {
       size_t r;
       cmd->savings -= plan.repl.price;

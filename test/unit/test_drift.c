@@ -202,6 +202,37 @@ static void test_busy_drifted_node_replaced_first_one_at_a_time(void **state)
   kit_close(&k);
 }
 
+/* A budget of two: two busy drifted nodes go in one command (their pods
+ * share one new node of twice the size here), not one after the other; the
+ * third waits for the budget. */
+static void test_budget_of_two_replaces_two_at_once(void **state)
+{
+  struct kit k;
+  char r0[128];
+  (void)state;
+  setup(&k, "disruption: {consolidateAfter: Never, budgets: [{nodes: '2'}]}");
+  kit_node(&k, "a", "default", "c1.2VCPU-4GB");
+  kit_node(&k, "b", "default", "c1.2VCPU-4GB");
+  kit_node(&k, "c", "default", "c1.2VCPU-4GB");
+  kit_pod(&k, "default", "web-a", "a", 1500, RS_OWNER);
+  kit_pod(&k, "default", "web-b", "b", 1500, RS_OWNER);
+  kit_pod(&k, "default", "web-c", "c", 1500, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 5 * SEC);
+  kit_patch(&k, "NodePool", "default",
+            "{spec: {template: {metadata: {labels: {team: blue}}}}}");
+  kit_advance(&k, POLL + 2 * SEC);
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 1);
+  snprintf(r0, sizeof(r0), "%s", kit_created_claim(&k, 0));
+  assert_false(deleting(&k, "a") || deleting(&k, "b") || deleting(&k, "c"));
+  kit_claim_up(&k, r0, "default");
+  kit_advance(&k, POLL);
+  assert_int_equal(deleting(&k, "a") + deleting(&k, "b") + deleting(&k, "c"),
+                   2);
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 1);
+  kit_close(&k);
+}
+
 /* A drifted node whose pods need more than one new node (the sizes the
  * pool now allows are smaller): every replacement is launched first, as
  * Karpenter's drift does, and the node goes once all are up. */
@@ -293,6 +324,7 @@ int main(void)
       cmocka_unit_test(test_empty_drifted_nodes_go_at_once),
       cmocka_unit_test(test_busy_drifted_node_replaced_first_one_at_a_time),
       cmocka_unit_test(test_drifted_node_gets_several_replacements),
+      cmocka_unit_test(test_budget_of_two_replaces_two_at_once),
       cmocka_unit_test(test_host_maintenance_drifts_its_nodes_only),
       cmocka_unit_test(test_unlaunched_claim_never_drifts),
   };
