@@ -7,6 +7,7 @@
  *   simulate.c    the consolidation question - can these candidates' pods
  *                 go elsewhere, with no new node or one cheaper one? -
  *                 answered by the scheduler;
+ *   room.c        a cheap proof, before a solve, that the answer is no;
  *   methods.c     emptiness, drift, multi-node and single-node
  *                 consolidation, and Balanced's score;
  *   execute.c     carrying a command out: replacement first, then taint and
@@ -190,6 +191,25 @@ int carp__dis_sim_fits(struct dis_sim *s, const size_t *idx, size_t n);
 void carp__dis_sim_run_any(struct dis_sim *s, const size_t *idx, size_t n,
                            struct dis_plan *out);
 void carp__dis_plan_cleanup(struct dis_plan *p);
+
+/* ---- the room bound (room.c) ---- */
+
+struct dis_room;
+struct carp_sched_problem;
+
+/* The bound's view of a solve's base problem, whose first ncand_pods pods
+ * are the candidates'. p must outlive it. */
+struct dis_room *carp__dis_room_new(const struct carp_sched_problem *p,
+                                    size_t ncand_pods);
+void carp__dis_room_free(struct dis_room *r);
+/* 1 when the pods of the candidates idx[0..n) (pod_start/pod_count ranges
+ * of the problem's pods) surely cannot go, with their nodes flagged in
+ * removed: some fit on no other node by cpu, memory and pod count alone,
+ * and only instance types priced at or above below_price (> 0) hold those
+ * together. 0 when a solve must tell. */
+int carp__dis_room_rules_out(const struct dis_room *r, const uint8_t *removed,
+                             const size_t *pod_start, const size_t *pod_count,
+                             const size_t *idx, size_t n, double below_price);
 
 /* ---- the methods (methods.c) ---- */
 
