@@ -202,14 +202,20 @@ struct carp_sched_problem;
 struct dis_room *carp__dis_room_new(const struct carp_sched_problem *p,
                                     size_t ncand_pods);
 void carp__dis_room_free(struct dis_room *r);
-/* 1 when the pods of the candidates idx[0..n) (pod_start/pod_count ranges
- * of the problem's pods) surely cannot go, with their nodes flagged in
- * removed: some fit on no other node by cpu, memory and pod count alone,
- * and only instance types priced at or above below_price (> 0) hold those
- * together. 0 when a solve must tell. */
-int carp__dis_room_rules_out(const struct dis_room *r, const uint8_t *removed,
-                             const size_t *pod_start, const size_t *pod_count,
-                             const size_t *idx, size_t n, double below_price);
+/* What the room bound proves about the candidates idx[0..n) (their pods
+ * the pod_start/pod_count ranges of the problem's pods, their nodes
+ * flagged in removed), from cpu, memory and pod count alone. */
+enum dis_room_verdict {
+  DIS_ROOM_MAYBE = 0, /* nothing: a solve must tell */
+  DIS_ROOM_NO_DELETE, /* some pods need a new node */
+  DIS_ROOM_TOO_BIG,   /* ... and no one instance type holds them */
+  DIS_ROOM_TOO_DEAR,  /* ... and only types priced at or above below_price
+                       * (> 0; 0: any price will do) */
+};
+enum dis_room_verdict
+carp__dis_room_judge(struct dis_room *r, const uint8_t *removed,
+                     const size_t *pod_start, const size_t *pod_count,
+                     const size_t *idx, size_t n, double below_price);
 
 /* ---- the methods (methods.c) ---- */
 

@@ -37,7 +37,11 @@ struct dis_room {
   int64_t (*free)[NR]; /* per node: allocatable less requested */
   uint32_t *by_cpu;    /* open nodes, most free cpu first */
   size_t nopen;
-  int64_t (*need)[NR];     /* per candidate pod */
+  int64_t (*need)[NR]; /* per candidate pod */
+  uint8_t *typed;      /* per candidate pod: some type holds it alone */
+  /* Scratch for a judgement: prefix sums of the cpu and memory needs of
+   * the pods that fit elsewhere, smallest first (pre[k][0] = 0). */
+  int64_t *pre[R_MEM + 1];
   struct room_type *types; /* usable ones, cheapest first */
   size_t ntypes;
 };
@@ -55,6 +59,15 @@ static int64_t sum_of(const struct carp_sched_quantity *q, size_t n,
     if (q[i].name && !strcmp(q[i].name, name))
       v = (v < 0 ? 0 : v) + q[i].milli;
   return v;
+}
+
+static int holds(const int64_t *have, const int64_t *need)
+{
+  size_t k;
+  for (k = 0; k < NR; k++)
+    if (have[k] != UNBOUNDED && have[k] < need[k])
+      return 0;
+  return 1;
 }
 
 static const struct dis_room *by_cpu_room; /* qsort has no argument */
@@ -127,11 +140,14 @@ struct dis_room *carp__dis_room_new(const struct carp_sched_problem *p,
                                     size_t ncand_pods)
 {
   struct dis_room *r = CARP_NEW(struct dis_room);
-  size_t i;
+  size_t i, j;
   r->p = p;
   nodes_setup(r);
   types_setup(r);
   r->need = carp_calloc(ncand_pods + 1, sizeof(*r->need));
+  r->typed = carp_calloc(ncand_pods + 1, 1);
+  r->pre[R_CPU] = carp_calloc(ncand_pods + 1, sizeof(int64_t));
+  r->pre[R_MEM] = carp_calloc(ncand_pods + 1, sizeof(int64_t));
   for (i = 0; i < ncand_pods; i++) {
     const struct carp_sched_pod *pod = &p->pods[i];
     int64_t v;
@@ -140,6 +156,8 @@ struct dis_room *carp__dis_room_new(const struct carp_sched_problem *p,
     v = sum_of(pod->requests, pod->nrequests, CARP_RESOURCE_MEMORY);
     r->need[i][R_MEM] = v > 0 ? v : 0;
     r->need[i][R_PODS] = 1000; /* one pod, in millis */
+    for (j = 0; j < r->ntypes && !r->typed[i]; j++)
+      r->typed[i] = (uint8_t)holds(r->types[j].alloc, r->need[i]);
   }
   return r;
 }
@@ -151,17 +169,11 @@ void carp__dis_room_free(struct dis_room *r)
   carp_free(r->free);
   carp_free(r->by_cpu);
   carp_free(r->need);
+  carp_free(r->typed);
+  carp_free(r->pre[R_CPU]);
+  carp_free(r->pre[R_MEM]);
   carp_free(r->types);
   carp_free(r);
-}
-
-static int holds(const int64_t *have, const int64_t *need)
-{
-  size_t k;
-  for (k = 0; k < NR; k++)
-    if (have[k] != UNBOUNDED && have[k] < need[k])
-      return 0;
-  return 1;
 }
 
 /* Whether some open node outside the set has room for the pod alone. */
@@ -179,66 +191,124 @@ static int fits_elsewhere(const struct dis_room *r, const uint8_t *removed,
   return 0;
 }
 
-/* The room open nodes outside the set have for pods at least min each:
- * an upper bound on what of rest can go onto them, per resource. */
-static void room_for(const struct dis_room *r, const uint8_t *removed,
-                     const int64_t *min, int64_t *out)
+static int ascending(const void *x, const void *y)
 {
-  size_t i, k;
-  for (k = 0; k < NR; k++)
-    out[k] = 0;
+  int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+  return a < b ? -1 : a > b;
+}
+
+/* The most of the smallest rest pods whose needs (prefix sums pre[0..n])
+ * fit in free. */
+static size_t count_fit(const int64_t *pre, size_t n, int64_t free)
+{
+  size_t lo = 0, hi = n;
+  if (free == UNBOUNDED)
+    return n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo + 1) / 2;
+    if (pre[mid] <= free)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
+/* What of the rest pods (those each of which fits some other node; their
+ * cpu and memory needs sorted into prefix sums r->pre, their total rest,
+ * their smallest need per resource min) the other nodes cannot take, per
+ * resource, into low. Two bounds, the larger kept: the other nodes' room
+ * (only nodes that hold min count), and their count - each node takes at
+ * most as many of them as its cpu, memory and pod slots allow of the
+ * smallest, so at least the others stay, and they need at least the sum
+ * of that many smallest. */
+static void left_over(const struct dis_room *r, const uint8_t *removed,
+                      size_t nrest, const int64_t *rest, const int64_t *min,
+                      int64_t *low)
+{
+  int64_t room[NR] = {0, 0, 0};
+  size_t i, k, leave = 0, stay;
   for (i = 0; i < r->nopen; i++) {
     uint32_t n = r->by_cpu[i];
+    size_t c;
     if (r->free[n][R_CPU] != UNBOUNDED && r->free[n][R_CPU] < min[R_CPU])
-      break;
+      break; /* the rest have less */
     if (removed[n] || !holds(r->free[n], min))
       continue;
     for (k = 0; k < NR; k++)
-      out[k] = out[k] == UNBOUNDED || r->free[n][k] == UNBOUNDED
-                   ? UNBOUNDED
-                   : out[k] + r->free[n][k];
+      room[k] = room[k] == UNBOUNDED || r->free[n][k] == UNBOUNDED
+                    ? UNBOUNDED
+                    : room[k] + r->free[n][k];
+    c = count_fit(r->pre[R_CPU], nrest, r->free[n][R_CPU]);
+    if (count_fit(r->pre[R_MEM], nrest, r->free[n][R_MEM]) < c)
+      c = count_fit(r->pre[R_MEM], nrest, r->free[n][R_MEM]);
+    if (r->free[n][R_PODS] != UNBOUNDED &&
+        (size_t)(r->free[n][R_PODS] / 1000) < c)
+      c = (size_t)(r->free[n][R_PODS] / 1000);
+    leave += c;
+  }
+  stay = leave < nrest ? nrest - leave : 0;
+  for (k = 0; k < NR; k++) {
+    int64_t by_count = k == R_PODS ? (int64_t)stay * 1000 : r->pre[k][stay];
+    low[k] = room[k] != UNBOUNDED && rest[k] > room[k] ? rest[k] - room[k] : 0;
+    if (by_count > low[k])
+      low[k] = by_count;
   }
 }
 
-int carp__dis_room_rules_out(const struct dis_room *r, const uint8_t *removed,
-                             const size_t *pod_start, const size_t *pod_count,
-                             const size_t *idx, size_t n, double below_price)
+enum dis_room_verdict
+carp__dis_room_judge(struct dis_room *r, const uint8_t *removed,
+                     const size_t *pod_start, const size_t *pod_count,
+                     const size_t *idx, size_t n, double below_price)
 {
-  /* On the replacement: the pods no other node holds, and of the rest what
-   * the other nodes' room cannot take, per resource. */
-  int64_t homeless[NR] = {0, 0, 0}, rest[NR] = {0, 0, 0}, min[NR], room[NR];
-  size_t i, j, k;
+  /* On the replacement: the pods no other node holds, and what of the
+   * rest the other nodes cannot take. */
+  int64_t homeless[NR] = {0, 0, 0}, rest[NR] = {0, 0, 0}, min[NR], low[NR];
+  size_t i, j, k, nrest = 0;
   int any = 0, held = 0;
   for (k = 0; k < NR; k++)
     min[k] = UNBOUNDED;
   for (i = 0; i < n; i++)
     for (j = pod_start[idx[i]]; j < pod_start[idx[i]] + pod_count[idx[i]];
          j++) {
-      int64_t *to = fits_elsewhere(r, removed, r->need[j]) ? rest : homeless;
-      for (k = 0; k < NR; k++) {
-        to[k] += r->need[j][k];
-        if (to == rest && r->need[j][k] < min[k])
-          min[k] = r->need[j][k];
-      }
-      any |= to == homeless;
-    }
-  if (min[R_CPU] != UNBOUNDED) {
-    room_for(r, removed, min, room);
-    for (k = 0; k < NR; k++)
-      if (room[k] != UNBOUNDED && rest[k] > room[k]) {
-        homeless[k] += rest[k] - room[k];
+      const int64_t *need = r->need[j];
+      if (!r->typed[j])
+        return DIS_ROOM_MAYBE; /* no type holds it: the solve says why */
+      if (!fits_elsewhere(r, removed, need)) {
+        for (k = 0; k < NR; k++)
+          homeless[k] += need[k];
         any = 1;
+        continue;
       }
+      for (k = 0; k < NR; k++) {
+        rest[k] += need[k];
+        if (need[k] < min[k])
+          min[k] = need[k];
+      }
+      r->pre[R_CPU][nrest + 1] = need[R_CPU];
+      r->pre[R_MEM][nrest + 1] = need[R_MEM];
+      nrest++;
+    }
+  if (nrest) {
+    for (k = R_CPU; k <= R_MEM; k++) {
+      qsort(&r->pre[k][1], nrest, sizeof(int64_t), ascending);
+      for (i = 1; i <= nrest; i++)
+        r->pre[k][i] += r->pre[k][i - 1];
+    }
+    left_over(r, removed, nrest, rest, min, low);
+    for (k = 0; k < NR; k++) {
+      homeless[k] += low[k];
+      any |= low[k] > 0;
+    }
   }
   if (!any)
-    return 0; /* a delete may do */
+    return DIS_ROOM_MAYBE; /* a delete may do */
   for (i = 0; i < r->ntypes; i++) {
     if (!holds(r->types[i].alloc, homeless))
       continue;
-    if (r->types[i].price < below_price)
-      return 0;
+    if (below_price <= 0 || r->types[i].price < below_price)
+      return DIS_ROOM_NO_DELETE;
     held = 1;
   }
-  /* No type at all: the solve says why the pods cannot move. */
-  return held;
+  return held ? DIS_ROOM_TOO_DEAR : DIS_ROOM_TOO_BIG;
 }

@@ -59,6 +59,8 @@ struct dis_sim {
 };
 
 #define NO_NODE ((size_t)-1)
+#define UNKNOWN_PRICE                                                          \
+  "its price is unknown (instance type, zone or capacity type label missing)"
 
 static int moves(const struct carp_pod *p)
 {
@@ -502,13 +504,23 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
     price_now += cd->price;
   }
   ncand = npods;
-  /* A priced move the room bound rules out needs no solve: its answer
-   * would be the same no (room.c). */
-  if (allow_replace && priced && !unknown_price && price_now > 0 &&
-      carp__dis_room_rules_out(s->room, s->removed, s->pod_start, s->pod_count,
-                               idx, n, price_now)) {
-    none(out, "can't replace with a lower-priced node", NULL);
-    goto restore;
+  /* A move the room bound rules out needs no solve: its answer would be
+   * the same no, for the same reason (room.c). */
+  if (allow_replace) {
+    enum dis_room_verdict v =
+        carp__dis_room_judge(s->room, s->removed, s->pod_start, s->pod_count,
+                             idx, n, priced && !unknown_price ? price_now : 0);
+    const char *why = NULL;
+    if (v != DIS_ROOM_MAYBE && priced && unknown_price)
+      why = UNKNOWN_PRICE; /* deleting was its only way */
+    else if (v == DIS_ROOM_TOO_BIG)
+      why = "can't remove without creating more than one node";
+    else if (v == DIS_ROOM_TOO_DEAR)
+      why = "can't replace with a lower-priced node";
+    if (why) {
+      none(out, why, NULL);
+      goto restore;
+    }
   }
   /* Held buffer pods must keep room, like the candidates' pods. */
   nmust = ncand + s->nheld;
@@ -546,9 +558,7 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
   }
   if (out->decision == DIS_NONE && unknown_price && allow_replace && res &&
       stuck(res, nmust))
-    snprintf(out->why, sizeof(out->why), "%s",
-             "its price is unknown (instance type, zone or capacity type "
-             "label missing)");
+    snprintf(out->why, sizeof(out->why), "%s", UNKNOWN_PRICE);
   if (out->decision != DIS_NONE)
     record_moves(s, &p, res, ncand, out);
   carp_sched_result_free(res);
