@@ -216,6 +216,10 @@ enum dis_room_verdict
 carp__dis_room_judge(struct dis_room *r, const uint8_t *removed,
                      const size_t *pod_start, const size_t *pod_count,
                      const size_t *idx, size_t n, double below_price);
+/* On by default; tests turn it off to compare with the solves alone. */
+void carp__dis_room_enable(int on);
+/* How many runs the bound answered without a solve, since the start. */
+size_t carp__dis_sim_bounded(void);
 
 /* ---- the methods (methods.c) ---- */
 

@@ -46,6 +46,14 @@ struct dis_room {
   size_t ntypes;
 };
 
+/* Tests turn the bound off to compare with the solves alone. */
+static int disabled;
+
+void carp__dis_room_enable(int on)
+{
+  disabled = !on;
+}
+
 static const char *const names[NR] = {CARP_RESOURCE_CPU, CARP_RESOURCE_MEMORY,
                                       CARP_RESOURCE_PODS};
 
@@ -266,6 +274,8 @@ carp__dis_room_judge(struct dis_room *r, const uint8_t *removed,
   int64_t homeless[NR] = {0, 0, 0}, rest[NR] = {0, 0, 0}, min[NR], low[NR];
   size_t i, j, k, nrest = 0;
   int any = 0, held = 0;
+  if (disabled)
+    return DIS_ROOM_MAYBE;
   for (k = 0; k < NR; k++)
     min[k] = UNBOUNDED;
   for (i = 0; i < n; i++)

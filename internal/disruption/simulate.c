@@ -62,6 +62,13 @@ struct dis_sim {
 #define UNKNOWN_PRICE                                                          \
   "its price is unknown (instance type, zone or capacity type label missing)"
 
+static size_t bounded; /* runs the room bound answered */
+
+size_t carp__dis_sim_bounded(void)
+{
+  return bounded;
+}
+
 static int moves(const struct carp_pod *p)
 {
   return !carp_pod_is_terminal(p) && carp_pod_is_reschedulable(p) &&
@@ -518,6 +525,7 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
     else if (v == DIS_ROOM_TOO_DEAR)
       why = "can't replace with a lower-priced node";
     if (why) {
+      bounded++;
       none(out, why, NULL);
       goto restore;
     }
