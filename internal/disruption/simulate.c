@@ -12,7 +12,10 @@
  * (replace, with only those types allowed). NodePool limits still count
  * the candidates, which are removed only after the replacement is up: a
  * pool at its limit can delete but not replace. CapacityBuffers' virtual
- * pods that have room now must keep it (hold_buffers). */
+ * pods that have room now must keep it (hold_buffers). Before a solve
+ * that may open a replacement, the room bound (room.c) tries to prove the
+ * answer is no from cpu, memory and pod slots alone; most late-round
+ * questions end there. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
