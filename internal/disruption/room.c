@@ -1,15 +1,19 @@
 /* room.c: a cheap proof, before the solve, that a set of candidates cannot
- * be replaced by one node cheaper than they are.
+ * go: not without a new node, not with one new node, or not with one
+ * cheaper than they are.
  *
  * A relaxation of the scheduler's question that keeps only the resources
  * (cpu, memory, pods) and forgets every label, taint, affinity, spread and
- * pending pod: a candidate pod that fits on no node outside the set, even
- * so, must go onto the replacement, so the replacement must hold all such
- * "homeless" pods together. When no instance type priced below the set
- * does, no solve can find a move: the scheduler only adds constraints, its
- * replacement holds at least the homeless pods, and its options cost at
- * least the cheapest available offering of their type. An answer of "no"
- * is therefore exact; "maybe" is left to the solve.
+ * pending pod. A candidate pod that fits on no node outside the set, even
+ * so, must go onto the replacement. Of the others, the other nodes take at
+ * most their room (of the nodes that hold the smallest of them) and at
+ * most as many pods as each node's room allows of the smallest ones; what
+ * is left must go onto the replacement too. When that load needs a new
+ * node and no instance type holds it, or none priced below the set does,
+ * no solve can find a move: the scheduler only adds constraints, its one
+ * replacement would hold at least that load, and its options cost at least
+ * the cheapest available offering of their type. An answer of "no" is
+ * therefore exact; "maybe" is left to the solve.
  *
  * Late consolidation rounds, on a cluster already packed, try hundreds of
  * nodes one by one that are already the cheapest type their pods allow:
@@ -38,7 +42,8 @@ struct dis_room {
   uint32_t *by_cpu;    /* open nodes, most free cpu first */
   size_t nopen;
   int64_t (*need)[NR]; /* per candidate pod */
-  uint8_t *typed;      /* per candidate pod: some type holds it alone */
+  size_t npods;
+  uint8_t *typed; /* per candidate pod: some type holds it alone */
   /* Scratch for a judgement: prefix sums of the cpu and memory needs of
    * the pods that fit elsewhere, smallest first (pre[k][0] = 0). */
   int64_t *pre[R_MEM + 1];
@@ -67,6 +72,14 @@ static int64_t sum_of(const struct carp_sched_quantity *q, size_t n,
     if (q[i].name && !strcmp(q[i].name, name))
       v = (v < 0 ? 0 : v) + q[i].milli;
   return v;
+}
+
+/* a + b, both >= 0, saturating at UNBOUNDED (a sum of room that large
+ * bounds nothing; a need that large fits nowhere). */
+static int64_t add(int64_t a, int64_t b)
+{
+  return a == UNBOUNDED || b == UNBOUNDED || a > UNBOUNDED - b ? UNBOUNDED
+                                                               : a + b;
 }
 
 static int holds(const int64_t *have, const int64_t *need)
@@ -152,6 +165,7 @@ struct dis_room *carp__dis_room_new(const struct carp_sched_problem *p,
   r->p = p;
   nodes_setup(r);
   types_setup(r);
+  r->npods = ncand_pods;
   r->need = carp_calloc(ncand_pods + 1, sizeof(*r->need));
   r->typed = carp_calloc(ncand_pods + 1, 1);
   r->pre[R_CPU] = carp_calloc(ncand_pods + 1, sizeof(int64_t));
@@ -244,9 +258,7 @@ static void left_over(const struct dis_room *r, const uint8_t *removed,
     if (removed[n] || !holds(r->free[n], min))
       continue;
     for (k = 0; k < NR; k++)
-      room[k] = room[k] == UNBOUNDED || r->free[n][k] == UNBOUNDED
-                    ? UNBOUNDED
-                    : room[k] + r->free[n][k];
+      room[k] = add(room[k], r->free[n][k]);
     c = count_fit(r->pre[R_CPU], nrest, r->free[n][R_CPU]);
     if (count_fit(r->pre[R_MEM], nrest, r->free[n][R_MEM]) < c)
       c = count_fit(r->pre[R_MEM], nrest, r->free[n][R_MEM]);
@@ -284,14 +296,16 @@ carp__dis_room_judge(struct dis_room *r, const uint8_t *removed,
       const int64_t *need = r->need[j];
       if (!r->typed[j])
         return DIS_ROOM_MAYBE; /* no type holds it: the solve says why */
+      if (nrest == r->npods)
+        return DIS_ROOM_MAYBE; /* a candidate named twice: no bound */
       if (!fits_elsewhere(r, removed, need)) {
         for (k = 0; k < NR; k++)
-          homeless[k] += need[k];
+          homeless[k] = add(homeless[k], need[k]);
         any = 1;
         continue;
       }
       for (k = 0; k < NR; k++) {
-        rest[k] += need[k];
+        rest[k] = add(rest[k], need[k]);
         if (need[k] < min[k])
           min[k] = need[k];
       }
@@ -303,11 +317,11 @@ carp__dis_room_judge(struct dis_room *r, const uint8_t *removed,
     for (k = R_CPU; k <= R_MEM; k++) {
       qsort(&r->pre[k][1], nrest, sizeof(int64_t), ascending);
       for (i = 1; i <= nrest; i++)
-        r->pre[k][i] += r->pre[k][i - 1];
+        r->pre[k][i] = add(r->pre[k][i], r->pre[k][i - 1]);
     }
     left_over(r, removed, nrest, rest, min, low);
     for (k = 0; k < NR; k++) {
-      homeless[k] += low[k];
+      homeless[k] = add(homeless[k], low[k]);
       any |= low[k] > 0;
     }
   }
