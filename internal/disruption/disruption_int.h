@@ -7,6 +7,7 @@
  *   simulate.c    the consolidation question - can these candidates' pods
  *                 go elsewhere, with no new node or one cheaper one? -
  *                 answered by the scheduler;
+ *   room.c        a cheap proof, before a solve, that the answer is no;
  *   methods.c     emptiness, drift, multi-node and single-node
  *                 consolidation, and Balanced's score;
  *   execute.c     carrying a command out: replacement first, then taint and
@@ -196,6 +197,35 @@ void carp__dis_sim_run_any(struct dis_sim *s, const size_t *idx, size_t n,
 void carp__dis_plan_cleanup(struct dis_plan *p);
 void carp__dis_replacement_cleanup(struct dis_replacement *r);
 void carp__dis_replacements_free(struct dis_replacement *v, size_t n);
+
+/* ---- the room bound (room.c) ---- */
+
+struct dis_room;
+struct carp_sched_problem;
+
+/* The bound's view of a solve's base problem, whose first ncand_pods pods
+ * are the candidates'. p must outlive it. */
+struct dis_room *carp__dis_room_new(const struct carp_sched_problem *p,
+                                    size_t ncand_pods);
+void carp__dis_room_free(struct dis_room *r);
+/* What the room bound proves about the candidates idx[0..n) (their pods
+ * the pod_start/pod_count ranges of the problem's pods, their nodes
+ * flagged in removed), from cpu, memory and pod count alone. */
+enum dis_room_verdict {
+  DIS_ROOM_MAYBE = 0, /* nothing: a solve must tell */
+  DIS_ROOM_NO_DELETE, /* some pods need a new node */
+  DIS_ROOM_TOO_BIG,   /* ... and no one instance type holds them */
+  DIS_ROOM_TOO_DEAR,  /* ... and only types priced at or above below_price
+                       * (> 0; 0: any price will do) */
+};
+enum dis_room_verdict
+carp__dis_room_judge(struct dis_room *r, const uint8_t *removed,
+                     const size_t *pod_start, const size_t *pod_count,
+                     const size_t *idx, size_t n, double below_price);
+/* On by default; tests turn it off to compare with the solves alone. */
+void carp__dis_room_enable(int on);
+/* How many runs the bound answered without a solve, since the start. */
+size_t carp__dis_sim_bounded(void);
 
 /* ---- the methods (methods.c) ---- */
 

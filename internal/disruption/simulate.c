@@ -12,7 +12,10 @@
  * (replace, with only those types allowed). NodePool limits still count
  * the candidates, which are removed only after the replacement is up: a
  * pool at its limit can delete but not replace. CapacityBuffers' virtual
- * pods that have room now must keep it (hold_buffers). */
+ * pods that have room now must keep it (hold_buffers). Before a solve
+ * that may open a replacement, the room bound (room.c) tries to prove the
+ * answer is no from cpu, memory and pod slots alone; most late-round
+ * questions end there. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +41,10 @@ struct dis_sim {
   struct carp_map by_label; /* "key=value" -> struct posting */
   uint32_t *anti;           /* bound pods with an anti-affinity */
   size_t nanti;
-  uint32_t *mark; /* per bound pod: the run that selected it */
-  uint32_t run;
-  uint32_t *picked; /* the bound pods this run selected */
-  size_t npicked;
+  /* One bit per bound pod: selected by this run (read out in index
+   * order, and cleared, at the end of the run's selection). */
+  uint64_t *chosen;
+  size_t nwords;
   const struct carp_cluster *c;
   const struct dis_analysis *a;
   size_t *node_idx;  /* candidate -> index in pr.p.nodes, or SIZE_MAX */
@@ -52,12 +55,22 @@ struct dis_sim {
   /* The first nheld pending pods: CapacityBuffers' virtual pods that have
    * room now. A move must leave them room (see hold_buffers). */
   size_t nheld;
-  uint8_t *removed; /* per problem node, during a run */
+  uint8_t *removed;      /* per problem node, during a run */
+  struct dis_room *room; /* the bound tried before each priced solve */
   struct carp_sched_pod *pods_buf;
   struct carp_sched_bound_pod *bound_buf;
 };
 
 #define NO_NODE ((size_t)-1)
+#define UNKNOWN_PRICE                                                          \
+  "its price is unknown (instance type, zone or capacity type label missing)"
+
+static size_t bounded; /* runs the room bound answered */
+
+size_t carp__dis_sim_bounded(void)
+{
+  return bounded;
+}
 
 static int moves(const struct carp_pod *p)
 {
@@ -93,8 +106,8 @@ static void index_bound(struct dis_sim *s)
   size_t i, j;
   carp_map_init(&s->by_label);
   s->anti = carp_calloc(s->pr.p.nbound_pods + 1, sizeof(uint32_t));
-  s->mark = carp_calloc(s->pr.p.nbound_pods + 1, sizeof(uint32_t));
-  s->picked = carp_calloc(s->pr.p.nbound_pods + 1, sizeof(uint32_t));
+  s->nwords = (s->pr.p.nbound_pods + 63) / 64;
+  s->chosen = carp_calloc(s->nwords + 1, sizeof(uint64_t));
   for (i = 0; i < s->pr.p.nbound_pods; i++) {
     const struct carp_sched_bound_pod *bp = &s->pr.p.bound_pods[i];
     for (j = 0; j < bp->nlabels; j++)
@@ -115,22 +128,12 @@ static void unindex_bound(struct dis_sim *s)
   }
   carp_map_free(&s->by_label);
   carp_free(s->anti);
-  carp_free(s->mark);
-  carp_free(s->picked);
+  carp_free(s->chosen);
 }
 
 static void pick(struct dis_sim *s, uint32_t i)
 {
-  if (s->mark[i] == s->run)
-    return;
-  s->mark[i] = s->run;
-  s->picked[s->npicked++] = i;
-}
-
-static int by_index(const void *a, const void *b)
-{
-  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return x < y ? -1 : x > y;
+  s->chosen[i / 64] |= (uint64_t)1 << (i % 64);
 }
 
 /* Marks the bound pods sel may select (a superset: the scheduler checks).
@@ -196,11 +199,6 @@ static size_t relevant_bound(struct dis_sim *s, size_t npods)
   int narrowed = 1;
   if (!s->pr.p.nbound_pods)
     return 0;
-  if (++s->run == 0) {
-    memset(s->mark, 0, s->pr.p.nbound_pods * sizeof(*s->mark));
-    s->run = 1;
-  }
-  s->npicked = 0;
   for (i = 0; i < npods && narrowed; i++) {
     const struct carp_sched_pod *p = &s->pods_buf[i];
     size_t k;
@@ -213,6 +211,7 @@ static size_t relevant_bound(struct dis_sim *s, size_t npods)
         mark_terms(s, p->preferred_anti_affinity, p->npreferred_anti_affinity);
   }
   if (!narrowed) {
+    memset(s->chosen, 0, s->nwords * sizeof(*s->chosen));
     for (i = 0; i < s->pr.p.nbound_pods; i++)
       if (!s->removed[all[i].node])
         s->bound_buf[n++] = all[i];
@@ -222,10 +221,16 @@ static size_t relevant_bound(struct dis_sim *s, size_t npods)
     pick(s, s->anti[i]);
   /* In their original order: the solve's result must not depend on how
    * the index found them. */
-  qsort(s->picked, s->npicked, sizeof(*s->picked), by_index);
-  for (i = 0; i < s->npicked; i++)
-    if (!s->removed[all[s->picked[i]].node])
-      s->bound_buf[n++] = all[s->picked[i]];
+  for (i = 0; i < s->nwords; i++) {
+    uint64_t w = s->chosen[i];
+    s->chosen[i] = 0;
+    while (w) {
+      size_t b = i * 64 + (size_t)__builtin_ctzll(w);
+      w &= w - 1;
+      if (!s->removed[all[b].node])
+        s->bound_buf[n++] = all[b];
+    }
+  }
   return n;
 }
 
@@ -339,6 +344,7 @@ int carp__dis_sim_new(const struct carp_cluster *c,
   if (nvirt)
     hold_buffers(s);
   s->removed = carp_calloc(s->pr.p.nnodes + 1, 1);
+  s->room = carp__dis_room_new(&s->pr.p, s->pending_start);
   s->pods_buf = carp_calloc(k + 1, sizeof(*s->pods_buf));
   s->bound_buf = carp_calloc(s->pr.p.nbound_pods + 1, sizeof(*s->bound_buf));
   index_bound(s);
@@ -350,13 +356,14 @@ void carp__dis_sim_free(struct dis_sim *s)
 {
   if (!s)
     return;
-  if (s->mark)
+  if (s->chosen)
     unindex_bound(s);
   carp_prov_problem_free(&s->pr);
   carp_free(s->node_idx);
   carp_free(s->pod_start);
   carp_free(s->pod_count);
   carp_free(s->removed);
+  carp__dis_room_free(s->room);
   carp_free(s->pods_buf);
   carp_free(s->bound_buf);
   carp_free(s);
@@ -566,6 +573,26 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
     price_now += cd->price;
   }
   ncand = npods;
+  /* A move the room bound rules out needs no solve: its answer would be
+   * the same no, for the same reason (room.c). It bounds one new node,
+   * so drift (many) is always solved. */
+  if (allow_replace && !many) {
+    enum dis_room_verdict v =
+        carp__dis_room_judge(s->room, s->removed, s->pod_start, s->pod_count,
+                             idx, n, priced && !unknown_price ? price_now : 0);
+    const char *why = NULL;
+    if (v != DIS_ROOM_MAYBE && priced && unknown_price)
+      why = UNKNOWN_PRICE; /* deleting was its only way */
+    else if (v == DIS_ROOM_TOO_BIG)
+      why = "can't remove without creating more than one node";
+    else if (v == DIS_ROOM_TOO_DEAR)
+      why = "can't replace with a lower-priced node";
+    if (why) {
+      bounded++;
+      none(out, why, NULL);
+      goto restore;
+    }
+  }
   /* Held buffer pods must keep room, like the candidates' pods. */
   nmust = ncand + s->nheld;
   memcpy(&s->pods_buf[npods], &s->pr.p.pods[s->pending_start],
@@ -604,12 +631,11 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
   }
   if (out->decision == DIS_NONE && unknown_price && allow_replace && res &&
       stuck(res, nmust))
-    snprintf(out->why, sizeof(out->why), "%s",
-             "its price is unknown (instance type, zone or capacity type "
-             "label missing)");
+    snprintf(out->why, sizeof(out->why), "%s", UNKNOWN_PRICE);
   if (out->decision != DIS_NONE)
     record_moves(s, &p, res, ncand, out);
   carp_sched_result_free(res);
+restore:
   for (i = 0; i < n; i++) {
     s->removed[s->node_idx[idx[i]]] = 0;
     nodes[s->node_idx[idx[i]]].deleting = 0;

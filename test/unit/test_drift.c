@@ -271,6 +271,29 @@ static void test_drifted_node_gets_several_replacements(void **state)
   kit_close(&k);
 }
 
+/* A node holding more than Carpenter's model of any one instance type
+ * (kube-scheduler packs by the kubelet's allocatable, the model takes
+ * reservations off): drift opens two replacements instead of holding the
+ * node for good. */
+static void test_overpacked_drifted_node_gets_two_replacements(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidateAfter: Never}");
+  kit_node(&k, "a", "default", "c1.4VCPU-8GB");
+  kit_pod(&k, "default", "web-a", "a", 1500, RS_OWNER);
+  kit_pod(&k, "default", "web-b", "a", 1500, RS_OWNER);
+  kit_pod(&k, "default", "web-c", "a", 1500, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 5 * SEC);
+  kit_patch(&k, "NodePool", "default",
+            "{spec: {template: {metadata: {labels: {team: blue}}}}}");
+  kit_advance(&k, POLL + 2 * SEC);
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 2);
+  assert_false(deleting(&k, "a"));
+  kit_close(&k);
+}
+
 /* A host put in maintenance: no Kubernetes event says so, yet its nodes
  * drift within seconds (the host poll), not at the 5-minute resync; the
  * other host's do not; out of maintenance, the condition goes. */
@@ -325,6 +348,7 @@ int main(void)
       cmocka_unit_test(test_busy_drifted_node_replaced_first_one_at_a_time),
       cmocka_unit_test(test_drifted_node_gets_several_replacements),
       cmocka_unit_test(test_budget_of_two_replaces_two_at_once),
+      cmocka_unit_test(test_overpacked_drifted_node_gets_two_replacements),
       cmocka_unit_test(test_host_maintenance_drifts_its_nodes_only),
       cmocka_unit_test(test_unlaunched_claim_never_drifts),
   };
