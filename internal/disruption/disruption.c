@@ -385,6 +385,34 @@ static void reconcile(struct carp_controller *c, const char *key)
   carp_controller_done(c, key, CARP_RECONCILE_REQUEUE_AFTER, after);
 }
 
+/* A command moves on when its NodeClaims do: a replacement that changes
+ * (it may be Initialized now) or a candidate that is gone is looked at
+ * at once instead of at the next poll, so a run of commands is not paced
+ * by the poll interval. */
+static void claim_event(struct carp_controller *c,
+                        const struct carp_objmeta *old,
+                        const struct carp_objmeta *obj, int deleted)
+{
+  struct carp_disruption *d = DIS(c);
+  size_t i;
+  (void)old;
+  if (!obj || !obj->name)
+    return;
+  if (d->state == ST_LAUNCHING) {
+    for (i = 0; i < d->cmd.nr; i++)
+      if (d->cmd.r[i].name && !strcmp(d->cmd.r[i].name, obj->name)) {
+        carp_controller_enqueue(c, KEY);
+        return;
+      }
+  } else if (d->state == ST_WAITING && deleted) {
+    for (i = 0; i < d->cmd.n; i++)
+      if (!strcmp(d->cmd.c[i].claim, obj->name)) {
+        carp_controller_enqueue(c, KEY);
+        return;
+      }
+  }
+}
+
 static void activated(struct carp_controller *c)
 {
   struct carp_disruption *d = DIS(c);
@@ -522,6 +550,8 @@ int carp_disruption_new(const struct carp_controller_env *env,
   }
   if (env->metrics)
     register_metrics(d, env->metrics);
+  if (env->cluster)
+    carp_controller_watch(&d->base, env->cluster->nodeclaims, claim_event);
   *out = &d->base;
   return 0;
 }

@@ -193,9 +193,10 @@ static void test_busy_drifted_node_replaced_first_one_at_a_time(void **state)
   kit_advance(&k, 3 * POLL);
   assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 1);
   kit_claim_up(&k, repl, "default");
-  kit_advance(&k, POLL);
-  /* Up: the drifted node that drifted first goes (both drifted at once:
-   * the first in the cache's order), the other waits for the budget. */
+  kit_advance(&k, SEC);
+  /* Up: at once, not at the next poll, the drifted node that drifted first
+   * goes (both drifted at once: the first in the cache's order), the
+   * other waits for the budget. */
   assert_int_equal(deleting(&k, "a") + deleting(&k, "b"), 1);
   assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 1);
   assert_true(kit_events(&k, "DisruptionLaunching") >= 1);
