@@ -81,8 +81,11 @@ struct carp_jdec {
   int rc;                 /* a handler's code that stopped the parse */
   struct carp_jcopy *raw; /* a copy that goes on past the frames, as the
                              skipped container it is in passes */
-  struct carp_buf key;    /* the current member's key */
-  struct carp_buf text;   /* the current scalar */
+  struct carp_buf key;    /* the parser's keys, copied (NUL-terminated) */
+  const char *kp;         /* the current member's key: key.ptr, or a
+                             replayed tree's own string */
+  size_t kn;
+  struct carp_buf text; /* the current scalar */
   yajl_handle yajl;
 };
 

@@ -440,13 +440,22 @@ static size_t consolidation_candidates(const struct dis_analysis *a,
  * scarcer as the prefix grows, so this search is sound where one on
  * price is not: three 2-vCPU nodes can fold into one 4-vCPU node when two
  * of them cannot, for want of savings), then that length and the next
- * few shorter ones priced. */
+ * few shorter ones priced. The whole list is asked first: when it has
+ * room (often, as the list is cut at the budget) that is the longest
+ * prefix, found with one solve rather than a search's log2(n), and the
+ * priced run that follows reuses it. */
 static int longest_prefix(struct dis_sim *sim, const struct dis_analysis *a,
                           const size_t *cands, size_t n,
                           struct dis_command *cmd)
 {
   size_t lo = 2, hi = n, fit = 0, k, tries;
   char why[256];
+  if (carp__dis_sim_fits(sim, cands, n)) {
+    fit = n;
+    lo = n + 1; /* nothing left to search */
+  } else {
+    hi = n - 1;
+  }
   while (lo <= hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (carp__dis_sim_fits(sim, cands, mid)) {

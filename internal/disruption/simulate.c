@@ -57,6 +57,13 @@ struct dis_sim {
   size_t nheld;
   uint8_t *removed;      /* per problem node, during a run */
   struct dis_room *room; /* the bound tried before each priced solve */
+  /* The last solve and its question: the same question asked again (the
+   * search's last fit, then priced) is answered without solving twice -
+   * the solve is deterministic and the problem the same. */
+  struct carp_sched_result *last;
+  size_t *last_idx, last_n, last_cap;
+  int last_no_new;
+  uint32_t last_max_new;
   struct carp_sched_pod *pods_buf;
   struct carp_sched_bound_pod *bound_buf;
 };
@@ -274,6 +281,25 @@ static void hold_buffers(struct dis_sim *s)
   carp_sched_result_free(res);
 }
 
+/* Each candidate's node in the problem: by name, through a map (a scan
+ * per candidate is candidates x nodes string compares). */
+static void find_nodes(struct dis_sim *s)
+{
+  struct carp_map names;
+  size_t i, j;
+  carp_map_init(&names);
+  /* The first node of a name, as a scan from the start would find. */
+  for (j = s->pr.p.nnodes; j-- > 0;)
+    if (!s->pr.node_is_claim[j])
+      carp_map_puts(&names, s->pr.node_names[j], (void *)(j + 1));
+  for (i = 0; i < s->a->ncands; i++) {
+    uintptr_t at =
+        (uintptr_t)carp_map_gets(&names, s->a->cands[i].node->meta.name);
+    s->node_idx[i] = at ? (size_t)at - 1 : NO_NODE;
+  }
+  carp_map_free(&names);
+}
+
 int carp__dis_sim_new(const struct carp_cluster *c,
                       struct carp_provider *provider,
                       const struct dis_analysis *a, struct dis_sim **out)
@@ -332,15 +358,7 @@ int carp__dis_sim_new(const struct carp_cluster *c,
     carp__dis_sim_free(s);
     return rc ? rc : CARP_EINVAL;
   }
-  for (i = 0; i < a->ncands; i++) {
-    s->node_idx[i] = NO_NODE;
-    for (j = 0; j < s->pr.p.nnodes; j++)
-      if (!s->pr.node_is_claim[j] &&
-          !strcmp(s->pr.node_names[j], a->cands[i].node->meta.name)) {
-        s->node_idx[i] = j;
-        break;
-      }
-  }
+  find_nodes(s);
   if (nvirt)
     hold_buffers(s);
   s->removed = carp_calloc(s->pr.p.nnodes + 1, 1);
@@ -359,6 +377,8 @@ void carp__dis_sim_free(struct dis_sim *s)
   if (s->chosen)
     unindex_bound(s);
   carp_prov_problem_free(&s->pr);
+  carp_sched_result_free(s->last);
+  carp_free(s->last_idx);
   carp_free(s->node_idx);
   carp_free(s->pod_start);
   carp_free(s->pod_count);
@@ -539,6 +559,36 @@ stuck(const struct carp_sched_result *res, size_t ncand)
   return NULL;
 }
 
+/* The solve of p, the question of the candidates idx[0..n): the last
+ * result again when it was the same question. The result stays the
+ * simulation's. */
+static int solve(struct dis_sim *s, const struct carp_sched_problem *p,
+                 const size_t *idx, size_t n, struct carp_sched_result **res)
+{
+  int rc;
+  if (s->last && s->last_n == n && s->last_no_new == p->no_new_claims &&
+      s->last_max_new == p->max_new_claims &&
+      (!n || !memcmp(s->last_idx, idx, n * sizeof(*idx)))) {
+    *res = s->last;
+    return 0;
+  }
+  carp_sched_result_free(s->last);
+  s->last = NULL;
+  rc = carp_sched_solve(p, res);
+  if (rc)
+    return rc;
+  if (n > s->last_cap) {
+    s->last_cap = n;
+    s->last_idx = carp_reallocarray(s->last_idx, n, sizeof(*idx));
+  }
+  memcpy(s->last_idx, idx, n * sizeof(*idx));
+  s->last_n = n;
+  s->last_no_new = p->no_new_claims;
+  s->last_max_new = p->max_new_claims;
+  s->last = *res;
+  return 0;
+}
+
 /* multi: the multi-node price rule; priced 0: any replacement will do (a
  * question of room only); many: as many replacements as the pods need. */
 static void run(struct dis_sim *s, const size_t *idx, size_t n,
@@ -610,7 +660,7 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
    * holding candidate pods is checked here instead. */
   p.max_new_claims = s->npending || many ? 0 : 1;
 
-  if (carp_sched_solve(&p, &res)) {
+  if (solve(s, &p, idx, n, &res)) {
     none(out, "the simulation failed", NULL);
   } else if ((u = stuck(res, nmust))) {
     none(out,
@@ -634,7 +684,6 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
     snprintf(out->why, sizeof(out->why), "%s", UNKNOWN_PRICE);
   if (out->decision != DIS_NONE)
     record_moves(s, &p, res, ncand, out);
-  carp_sched_result_free(res);
 restore:
   for (i = 0; i < n; i++) {
     s->removed[s->node_idx[idx[i]]] = 0;

@@ -66,14 +66,14 @@ int carp_jdec_field(const struct carp_jdec *d)
 const char *carp_jdec_key(const struct carp_jdec *d, size_t *len)
 {
   const struct carp_jframe *f = &d->stack[d->depth];
-  if (f->array || d->depth == 0 || !d->key.ptr) {
+  if (f->array || d->depth == 0 || !d->kp) {
     if (len)
       *len = 0;
     return "";
   }
   if (len)
-    *len = d->key.len;
-  return d->key.ptr;
+    *len = d->kn;
+  return d->kp;
 }
 
 size_t carp_jdec_index(const struct carp_jdec *d)
@@ -86,19 +86,17 @@ int carp_jdec_in_array(const struct carp_jdec *d)
   return d->depth > 0 && d->stack[d->depth].array;
 }
 
-/* The member's key: its place in the table, first occurrence only. */
-static void set_key(struct carp_jdec *d, const char *k, size_t n)
+/* The member's key k (n bytes, NUL-terminated): its place in the table,
+ * first occurrence only. */
+static void key_is(struct carp_jdec *d, const char *k, size_t n)
 {
   struct carp_jframe *f = &d->stack[d->depth];
-  const void *nul = memchr(k, '\0', n);
   size_t i;
-  if (nul)
-    n = (size_t)((const char *)nul - k);
-  carp_buf_reset(&d->key);
-  carp_buf_append(&d->key, k, n);
+  d->kp = k;
+  d->kn = n;
   f->field = -1;
   for (i = 0; f->keys && f->keys[i] && i < 64; i++) {
-    if (f->keys[i][0] != d->key.ptr[0] || strcmp(f->keys[i], d->key.ptr))
+    if (f->keys[i][0] != k[0] || strcmp(f->keys[i], k))
       continue;
     if (!(f->seen & (1ull << i))) {
       f->seen |= 1ull << i;
@@ -106,6 +104,18 @@ static void set_key(struct carp_jdec *d, const char *k, size_t n)
     }
     break;
   }
+}
+
+/* A key from the parser: cut at a NUL (as a tree has it) and copied, as
+ * the parser's buffer moves on. */
+static void set_key(struct carp_jdec *d, const char *k, size_t n)
+{
+  const void *nul = memchr(k, '\0', n);
+  if (nul)
+    n = (size_t)((const char *)nul - k);
+  carp_buf_reset(&d->key);
+  carp_buf_append(&d->key, k, n);
+  key_is(d, d->key.ptr, n);
 }
 
 /* A value for the frame on top. A container the handler did not enter is
@@ -418,7 +428,8 @@ static int replay_children(struct carp_jdec *d, yajl_val v)
   if (YAJL_IS_OBJECT(v)) {
     for (i = 0; !rc && i < v->u.object.len; i++) {
       const char *k = v->u.object.keys[i];
-      set_key(d, k, strlen(k));
+      /* A tree's key ends at its NUL and outlives the member. */
+      key_is(d, k, strlen(k));
       rc = replay_value(d, v->u.object.values[i]);
     }
   } else {
@@ -475,9 +486,16 @@ static int replay_value(struct carp_jdec *d, yajl_val v)
 
 int carp_jdec_replay(struct carp_jdec *d, yajl_val v)
 {
+  const char *kp = d->kp;
+  size_t kn = d->kn;
+  int rc;
   if (!v)
     return 0;
-  return replay_value(d, v);
+  rc = replay_value(d, v);
+  /* The tree's keys may go with the tree: the key is the one before. */
+  d->kp = kp;
+  d->kn = kn;
+  return rc;
 }
 
 int carp_jdec_tree(yajl_val v, carp_jdec_fn root, void *ctx)

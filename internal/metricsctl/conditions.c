@@ -1,44 +1,87 @@
 /* conditions.c: operatorpkg's status condition metrics (its status
- * controller, which Karpenter runs for NodeClaims and NodePools and the
- * AWS provider for its NodeClass), for Carpenter's NodePools, NodeClaims
- * and ProxmoxNodeClasses:
+ * controller), as Karpenter v1.14 configures it, for Carpenter's
+ * NodePools, NodeClaims, ProxmoxNodeClasses and CapacityBuffers.
  *
- *   operator_status_condition_count                 one series per object
- *   operator_status_condition_current_status_seconds  and condition
- *       {namespace, name, group, kind, type, status, reason}: 1, and the
+ * Each kind has its own families, operator_<kind>_status_condition_*
+ * (<kind> lower case):
+ *
+ *   _count, _current_status_seconds   one series per object and condition
+ *       {namespace, name, type, status, reason, extra labels}: 1, and the
  *       time since the condition's lastTransitionTime
- *   operator_status_condition_transitions_total     counter {group, kind,
- *       type, status, reason}: a condition seen with a new status (or new)
- *   operator_status_condition_transition_seconds    histogram {group, kind,
- *       type, status}: how long the condition had its previous status
+ *   _transitions_total   counter {type, status, reason, extra labels}: a
+ *       condition seen with a new status (or new)
+ *   _transition_seconds  histogram {type, status, extra labels}: how long
+ *       the condition had its previous status
  *
- * The two gauges are streamed from the caches at scrape time (an object
- * that is gone has no series left, as operatorpkg deletes them). The
+ * The extra labels are object labels (operatorpkg's WithLabels, the key
+ * with '/', '.' and '-' made '_'): Karpenter gives NodeClaims the
+ * NodeClass label and the NodePool label; the other kinds have none. The
+ * histogram's buckets are ExponentialBuckets(0.5, 2, 15) (0.5 s ... 8192 s)
+ * where Karpenter sets them (NodePool, NodeClaim, CapacityBuffer) and
+ * Prometheus's defaults for the NodeClass (the AWS provider sets none).
+ *
+ * Every kind also goes into the kind-independent families
+ * operator_status_condition_* {group, kind} (operatorpkg's
+ * EmitDeprecatedMetrics, which Karpenter and the AWS provider set), whose
+ * histogram always has Prometheus's default buckets.
+ *
+ * The gauges are streamed from the caches at scrape time (an object that
+ * is gone has no series left, as operatorpkg deletes them). The
  * transitions come from informer updates, compared with the object's
  * previous state, while this replica leads (operatorpkg's controller runs
- * on the leader and compares with what it saw last). */
+ * on the leader and compares with what it saw last). Karpenter's Node
+ * families (operator_node_status_condition_*) are not exported: the Node
+ * cache keeps the Ready condition only. */
+#include <stdio.h>
 #include <string.h>
 
 #include "carpenter/alloc.h"
+#include "carpenter/capacitybuffer.h"
 #include "carpenter/conditions.h"
 #include "carpenter/nodeclaim.h"
 #include "carpenter/nodeclass.h"
 #include "carpenter/nodepool.h"
 #include "metricsctl_int.h"
 
-enum { K_NODEPOOL, K_NODECLAIM, K_NODECLASS, K_COUNT };
+enum { K_NODEPOOL, K_NODECLAIM, K_NODECLASS, K_BUFFER, K_COUNT };
+_Static_assert(K_COUNT == MCTL_COND_KINDS, "one cond_kinds slot per kind");
+
+#define MAX_EXTRA 2
 
 static const struct {
   const char *group, *kind;
+  const char *lower; /* the per-kind families' <kind> */
+  /* Object labels added as metric labels (operatorpkg's WithLabels). */
+  const char *extra[MAX_EXTRA + 1];
+  int exponential; /* ExponentialBuckets(0.5, 2, 15), else the defaults */
 } kinds[K_COUNT] = {
-    [K_NODEPOOL] = {"karpenter.sh", "NodePool"},
-    [K_NODECLAIM] = {"karpenter.sh", "NodeClaim"},
-    [K_NODECLASS] = {"carpenter.dev", "ProxmoxNodeClass"},
+    [K_NODEPOOL] = {"karpenter.sh", "NodePool", "nodepool", {NULL}, 1},
+    [K_NODECLAIM] = {"karpenter.sh",
+                     "NodeClaim",
+                     "nodeclaim",
+                     {CARP_LABEL_NODECLASS_KEY, CARP_LABEL_NODEPOOL_KEY, NULL},
+                     1},
+    [K_NODECLASS] =
+        {"carpenter.dev", "ProxmoxNodeClass", "proxmoxnodeclass", {NULL}, 0},
+    [K_BUFFER] =
+        {"autoscaling.x-k8s.io", "CapacityBuffer", "capacitybuffer", {NULL}, 1},
 };
 
-/* Prometheus's default buckets: operatorpkg's histogram sets none. */
+/* Prometheus's default buckets: operatorpkg's when none are given. */
 static const double default_buckets[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
                                          0.5,   1,    2.5,   5,    10};
+
+#define HELP_COUNT                                                             \
+  "The number of a condition for a given object, type and status. e.g. "       \
+  "Alarm := Available=False > 0"
+#define HELP_CURRENT                                                           \
+  "The current amount of time in seconds that a status condition has been "    \
+  "in a specific state. Alarm := P99(Updated=Unknown) > 5 minutes"
+#define HELP_TRANSITIONS                                                       \
+  "The count of transitions of a given object, type and status."
+#define HELP_DURATION                                                          \
+  "The amount of time a condition was in a given state before "                \
+  "transitioning. e.g. Alarm := P99(Updated=False) > 5 minutes"
 
 static const struct carp_conditions *conditions_of(int kind,
                                                    const struct carp_objmeta *o)
@@ -48,8 +91,10 @@ static const struct carp_conditions *conditions_of(int kind,
     return &((const struct carp_nodepool *)o)->status.conditions;
   case K_NODECLAIM:
     return &((const struct carp_nodeclaim *)o)->status.conditions;
-  default:
+  case K_NODECLASS:
     return &((const struct carp_nodeclass *)o)->status.conditions;
+  default:
+    return &((const struct carp_capacitybuffer *)o)->status.conditions;
   }
 }
 
@@ -60,15 +105,29 @@ static struct carp_informer *informer_of(struct carp_metricsctl *m, int kind)
     return m->cluster->nodepools;
   case K_NODECLAIM:
     return m->cluster->nodeclaims;
-  default:
+  case K_NODECLASS:
     return m->cluster->nodeclasses;
+  default:
+    return m->cluster->capacitybuffers;
   }
 }
 
-/* One sample per condition of every cached object; current: the seconds
+/* The extra labels' values for o: its labels ("" when it has none). */
+static void extra_values(int kind, const struct carp_objmeta *o, const char **v)
+{
+  int i;
+  for (i = 0; kinds[kind].extra[i]; i++) {
+    const char *x = carp_kvset_get(o->labels, kinds[kind].extra[i]);
+    v[i] = x ? x : "";
+  }
+  v[i] = NULL;
+}
+
+/* One sample per condition of every cached object of kind (K_COUNT: of
+ * every kind, in the kind-independent families); current: the seconds
  * since its last transition (conditions without one have none), else 1. */
 static void stream_conditions(struct carp_metric_writer *w,
-                              struct carp_metricsctl *m, int current)
+                              struct carp_metricsctl *m, int only, int current)
 {
   int64_t now = carp_controller_now(&m->base);
   int k;
@@ -76,22 +135,28 @@ static void stream_conditions(struct carp_metric_writer *w,
     struct carp_informer *inf = informer_of(m, k);
     struct carp_store_iter it;
     struct carp_objmeta *o;
-    if (!inf)
+    if (!inf || (only != K_COUNT && only != k))
       continue;
     carp_store_iter_init(&it);
     while ((o = carp_store_next(carp_informer_store(inf), &it))) {
       const struct carp_conditions *cs = conditions_of(k, o);
+      const char *v[7 + MAX_EXTRA + 1];
       uint32_t i;
+      v[0] = o->namespace ? o->namespace : "";
+      v[1] = o->name;
+      if (only == K_COUNT) {
+        v[2] = kinds[k].group;
+        v[3] = kinds[k].kind;
+        v[7] = NULL;
+      } else {
+        extra_values(k, o, &v[5]);
+      }
       for (i = 0; i < cs->n; i++) {
         const struct carp_condition *c = &cs->items[i];
-        const char *v[] = {o->namespace ? o->namespace : "",
-                           o->name,
-                           kinds[k].group,
-                           kinds[k].kind,
-                           c->type,
-                           carp_cond_status_name(c->status),
-                           c->reason ? c->reason : "",
-                           NULL};
+        const char **tsr = only == K_COUNT ? &v[4] : &v[2];
+        tsr[0] = c->type;
+        tsr[1] = carp_cond_status_name(c->status);
+        tsr[2] = c->reason ? c->reason : "";
         if (!current)
           carp_metric_writer_sample(w, v, 1);
         else if (c->transition_ms)
@@ -104,12 +169,24 @@ static void stream_conditions(struct carp_metric_writer *w,
 
 static void stream_count(struct carp_metric_writer *w, void *arg)
 {
-  stream_conditions(w, arg, 0);
+  stream_conditions(w, arg, K_COUNT, 0);
 }
 
 static void stream_current(struct carp_metric_writer *w, void *arg)
 {
-  stream_conditions(w, arg, 1);
+  stream_conditions(w, arg, K_COUNT, 1);
+}
+
+static void stream_kind_count(struct carp_metric_writer *w, void *arg)
+{
+  struct carp_mctl_cond_kind *ck = arg;
+  stream_conditions(w, ck->m, ck->kind, 0);
+}
+
+static void stream_kind_current(struct carp_metric_writer *w, void *arg)
+{
+  struct carp_mctl_cond_kind *ck = arg;
+  stream_conditions(w, ck->m, ck->kind, 1);
 }
 
 /* Compares an object's conditions with its previous state (old NULL: an
@@ -119,6 +196,8 @@ static void transitions(struct carp_metricsctl *m, int kind,
                         const struct carp_objmeta *obj, int deleted)
 {
   const struct carp_conditions *now, *before;
+  const struct carp_mctl_cond_kind *ck = &m->cond_kinds[kind];
+  const char *v[5 + MAX_EXTRA + 1];
   uint32_t i;
   if (deleted)
     return;
@@ -128,19 +207,31 @@ static void transitions(struct carp_metricsctl *m, int kind,
     const struct carp_condition *c = &now->items[i];
     const struct carp_condition *was =
         before ? carp_conditions_get(before, c->type) : NULL;
+    const char *status = carp_cond_status_name(c->status);
+    const char *reason = c->reason ? c->reason : "";
     if (was && was->status == c->status)
       continue;
     carp_metric_add(m->m_cond_transitions,
                     CARP_VALUES(kinds[kind].group, kinds[kind].kind, c->type,
-                                carp_cond_status_name(c->status),
-                                c->reason ? c->reason : ""),
+                                status, reason),
                     1);
-    if (was && c->transition_ms >= was->transition_ms && was->transition_ms)
-      carp_metric_observe(
-          m->m_cond_durations,
-          CARP_VALUES(kinds[kind].group, kinds[kind].kind, was->type,
-                      carp_cond_status_name(was->status)),
-          (double)(c->transition_ms - was->transition_ms) / 1000.0);
+    v[0] = c->type;
+    v[1] = status;
+    v[2] = reason;
+    extra_values(kind, obj, &v[3]);
+    carp_metric_add(ck->transitions, v, 1);
+    if (was && c->transition_ms >= was->transition_ms && was->transition_ms) {
+      double s = (double)(c->transition_ms - was->transition_ms) / 1000.0;
+      carp_metric_observe(m->m_cond_durations,
+                          CARP_VALUES(kinds[kind].group, kinds[kind].kind,
+                                      was->type,
+                                      carp_cond_status_name(was->status)),
+                          s);
+      v[0] = was->type;
+      v[1] = carp_cond_status_name(was->status);
+      extra_values(kind, obj, &v[2]);
+      carp_metric_observe(ck->durations, v, s);
+    }
   }
 }
 
@@ -165,37 +256,105 @@ static void on_nodeclass(struct carp_controller *c,
   transitions(MCTL(c), K_NODECLASS, old, obj, deleted);
 }
 
+static void on_buffer(struct carp_controller *c, const struct carp_objmeta *old,
+                      const struct carp_objmeta *obj, int deleted)
+{
+  transitions(MCTL(c), K_BUFFER, old, obj, deleted);
+}
+
+/* An object label as operatorpkg makes it a metric label. */
+static void prom_label(const char *key, char *out, size_t size)
+{
+  size_t i;
+  snprintf(out, size, "%s", key);
+  for (i = 0; out[i]; i++)
+    if (out[i] == '/' || out[i] == '.' || out[i] == '-')
+      out[i] = '_';
+}
+
+/* Label names: first the fixed ones (NULL-terminated), then the kind's
+ * extra labels, into names (storage for their text in buf). */
+static void label_names(int kind, const char *const *fixed, const char **names,
+                        char (*buf)[64])
+{
+  int n = 0, i;
+  while (fixed[n]) {
+    names[n] = fixed[n];
+    n++;
+  }
+  for (i = 0; kinds[kind].extra[i]; i++) {
+    prom_label(kinds[kind].extra[i], buf[i], sizeof(buf[i]));
+    names[n++] = buf[i];
+  }
+  names[n] = NULL;
+}
+
+static void register_kind(struct carp_metricsctl *m, int kind)
+{
+  struct carp_metrics *r = m->base.env.metrics;
+  struct carp_mctl_cond_kind *ck = &m->cond_kinds[kind];
+  double exponential[15];
+  const char *names[5 + MAX_EXTRA + 1];
+  char buf[MAX_EXTRA][64], name[128];
+  int i;
+  ck->m = m;
+  ck->kind = kind;
+  for (i = 0; i < 15; i++)
+    exponential[i] = 0.5 * (double)(1 << i);
+  label_names(kind,
+              CARP_LABELS("namespace", "name", "type", "status", "reason"),
+              names, buf);
+  snprintf(name, sizeof(name), "operator_%s_status_condition_count",
+           kinds[kind].lower);
+  carp__mctl_stream_arg(m, name, HELP_COUNT, names, stream_kind_count, ck);
+  snprintf(name, sizeof(name),
+           "operator_%s_status_condition_current_status_seconds",
+           kinds[kind].lower);
+  carp__mctl_stream_arg(m, name, HELP_CURRENT, names, stream_kind_current, ck);
+  label_names(kind, CARP_LABELS("type", "status", "reason"), names, buf);
+  snprintf(name, sizeof(name), "operator_%s_status_condition_transitions_total",
+           kinds[kind].lower);
+  ck->transitions = carp_metrics_counter(r, name, HELP_TRANSITIONS, names);
+  label_names(kind, CARP_LABELS("type", "status"), names, buf);
+  snprintf(name, sizeof(name),
+           "operator_%s_status_condition_transition_seconds",
+           kinds[kind].lower);
+  ck->durations = carp_metrics_histogram(
+      r, name, HELP_DURATION, names,
+      kinds[kind].exponential ? exponential : default_buckets,
+      kinds[kind].exponential ? CARP_ARRAY_LEN(exponential)
+                              : CARP_ARRAY_LEN(default_buckets));
+}
+
 void carp__mctl_conditions_register(struct carp_metricsctl *m)
 {
   struct carp_metrics *r = m->base.env.metrics;
-  carp__mctl_stream(
-      m, "operator_status_condition_count",
-      "The number of an condition for a given object, type and status. e.g. "
-      "Alarm := Available=False > 0",
-      CARP_LABELS("namespace", "name", "group", "kind", "type", "status",
-                  "reason"),
-      stream_count);
-  carp__mctl_stream(
-      m, "operator_status_condition_current_status_seconds",
-      "The current amount of time in seconds that a status condition has "
-      "been in a specific state. Alarm := P99(Updated=Unknown) > 5 minutes",
-      CARP_LABELS("namespace", "name", "group", "kind", "type", "status",
-                  "reason"),
-      stream_current);
+  static const carp_event_map_fn watch[K_COUNT] = {
+      [K_NODEPOOL] = on_nodepool,
+      [K_NODECLAIM] = on_nodeclaim,
+      [K_NODECLASS] = on_nodeclass,
+      [K_BUFFER] = on_buffer,
+  };
+  int k;
+  carp__mctl_stream(m, "operator_status_condition_count", HELP_COUNT,
+                    CARP_LABELS("namespace", "name", "group", "kind", "type",
+                                "status", "reason"),
+                    stream_count);
+  carp__mctl_stream(m, "operator_status_condition_current_status_seconds",
+                    HELP_CURRENT,
+                    CARP_LABELS("namespace", "name", "group", "kind", "type",
+                                "status", "reason"),
+                    stream_current);
   m->m_cond_transitions = carp_metrics_counter(
-      r, "operator_status_condition_transitions_total",
-      "The count of transitions of a given object, type and status.",
+      r, "operator_status_condition_transitions_total", HELP_TRANSITIONS,
       CARP_LABELS("group", "kind", "type", "status", "reason"));
   m->m_cond_durations = carp_metrics_histogram(
-      r, "operator_status_condition_transition_seconds",
-      "The amount of time a condition was in a given state before "
-      "transitioning. e.g. Alarm := P99(Updated=False) > 5 minutes",
+      r, "operator_status_condition_transition_seconds", HELP_DURATION,
       CARP_LABELS("group", "kind", "type", "status"), default_buckets,
       CARP_ARRAY_LEN(default_buckets));
-  if (m->cluster->nodepools)
-    carp_controller_watch(&m->base, m->cluster->nodepools, on_nodepool);
-  if (m->cluster->nodeclaims)
-    carp_controller_watch(&m->base, m->cluster->nodeclaims, on_nodeclaim);
-  if (m->cluster->nodeclasses)
-    carp_controller_watch(&m->base, m->cluster->nodeclasses, on_nodeclass);
+  for (k = 0; k < K_COUNT; k++) {
+    register_kind(m, k);
+    if (informer_of(m, k))
+      carp_controller_watch(&m->base, informer_of(m, k), watch[k]);
+  }
 }

@@ -391,6 +391,14 @@ struct carp_metric *carp__mctl_stream(struct carp_metricsctl *m,
                                       const char *const *labels,
                                       carp_metrics_stream_cb cb)
 {
+  return carp__mctl_stream_arg(m, name, help, labels, cb, m);
+}
+
+struct carp_metric *carp__mctl_stream_arg(struct carp_metricsctl *m,
+                                          const char *name, const char *help,
+                                          const char *const *labels,
+                                          carp_metrics_stream_cb cb, void *arg)
+{
   /* Karpenter's gauge names ending in _count or _total are exported
    * untyped: promtool keeps those suffixes for histograms and summaries,
    * and for counters. */
@@ -399,8 +407,8 @@ struct carp_metric *carp__mctl_stream(struct carp_metricsctl *m,
                                          !strcmp(name + n - 6, "_total"))
                                    ? CARP_METRIC_UNTYPED
                                    : CARP_METRIC_GAUGE;
-  struct carp_metric *f =
-      carp_metrics_stream(m->base.env.metrics, name, help, type, labels, cb, m);
+  struct carp_metric *f = carp_metrics_stream(m->base.env.metrics, name, help,
+                                              type, labels, cb, arg);
   if (f && m->nstreams < CARP_ARRAY_LEN(m->streams))
     m->streams[m->nstreams++] = f;
   return f;

@@ -90,20 +90,27 @@ static void where(struct carp_buf *b, const struct sim_where *w)
     carp_buf_printf(b, " (line %zu)", w->line);
 }
 
-static int fail(struct loader *l, const struct sim_where *w, const char *what,
-                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* What an object is, for messages: "kind namespace/name". Only put into
+ * words when something is wrong (a snapshot holds 150,000 objects). */
+struct ident {
+  const char *kind, *ns, *name;
+};
 
-static int fail(struct loader *l, const struct sim_where *w, const char *what,
-                const char *fmt, ...)
+static int fail(struct loader *l, const struct sim_where *w,
+                const struct ident *id, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int fail(struct loader *l, const struct sim_where *w,
+                const struct ident *id, const char *fmt, ...)
 {
   va_list ap;
   carp_buf_reset(&l->err);
   where(&l->err, w);
   carp_buf_puts(&l->err, ": ");
-  if (what) {
-    carp_buf_puts(&l->err, what);
-    carp_buf_puts(&l->err, ": ");
-  }
+  if (id)
+    carp_buf_printf(&l->err, "%s %s%s%s: ", id->kind ? id->kind : "object",
+                    id->ns ? id->ns : "", id->ns ? "/" : "",
+                    id->name ? id->name : "(no name)");
   va_start(ap, fmt);
   carp_buf_vprintf(&l->err, fmt, ap);
   va_end(ap);
@@ -194,7 +201,8 @@ static void mark_ready(struct carp_conditions *c,
 
 /* Adjusts a freshly decoded object before it goes into the store. */
 static int prepare(struct loader *l, int k, struct carp_objmeta *m,
-                   yajl_val obj, const struct sim_where *w, const char *what)
+                   yajl_val obj, const struct sim_where *w,
+                   const struct ident *what)
 {
   struct carp_simulation *s = l->s;
   if (k == KIND_POD) {
@@ -247,7 +255,9 @@ static int put_object(struct loader *l, yajl_val obj, const struct sim_where *w)
   struct carp_objmeta *m = NULL, *old;
   struct carp_store *store;
   struct patched pn, pu;
-  char what[512], made_uid[48];
+  struct ident id;
+  const struct ident *what = &id;
+  char made_uid[48];
   char *err = NULL;
   int k, rc;
 
@@ -258,8 +268,9 @@ static int put_object(struct loader *l, yajl_val obj, const struct sim_where *w)
   meta = carp_json_obj(obj, "metadata", NULL);
   name = carp_json_str(meta, "name", NULL);
   ns = carp_json_str(meta, "namespace", NULL);
-  snprintf(what, sizeof(what), "%s %s%s%s", kind ? kind : "object",
-           ns ? ns : "", ns ? "/" : "", name ? name : "(no name)");
+  id.kind = kind;
+  id.ns = ns;
+  id.name = name;
   if (!kind || !*kind)
     return fail(l, w, what, "missing kind");
   if (!api || !*api)

@@ -18,8 +18,8 @@
 #include "carpenter/error.h"
 #include "sim_int.h"
 
-#define BATCH_ITEMS 256               /* items per batch at most */
-#define BATCH_BYTES (1024 * 1024 - 1) /* and about this much memory */
+#define BATCH_ITEMS 64               /* items per batch at most */
+#define BATCH_BYTES (256 * 1024 - 1) /* and about this much memory (pipe.c) */
 
 /* ---- batches ---- */
 

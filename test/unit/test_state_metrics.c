@@ -44,6 +44,14 @@ static void setup(struct kit *k, size_t limit)
   kit_nodeclass(k, "default");
 }
 
+/* The kit with the pool "default", started. */
+static void started_with_pool(struct kit *k)
+{
+  setup(k, 0);
+  kit_nodepool(k, "default", "");
+  kit_start(k);
+}
+
 /* The kit with the pool "default" and its node n1, started. */
 static void started_with_node(struct kit *k, const char *type)
 {
@@ -154,9 +162,7 @@ static void test_status_conditions(void **state)
   struct kit k;
   char ts[CARP_RFC3339_LEN];
   (void)state;
-  setup(&k, 0);
-  kit_nodepool(&k, "default", "");
-  kit_start(&k);
+  started_with_pool(&k);
   /* One series per object and condition, with its status and reason. */
   assert_true(kit_metric(&k, "operator_status_condition_count",
                          CARP_VALUES("namespace=\"\"," NC_READY,
@@ -229,6 +235,125 @@ static void test_status_conditions(void **state)
                                    "seconds{namespace=\"\",name=\"default\","
                                    "group=\"carpenter.dev\""),
                    0);
+  kit_close(&k);
+}
+
+/* A per-kind transition histogram's bucket, le its bound. */
+static double bucket(struct kit *k, const char *kind, const char *le)
+{
+  char name[128], label[64];
+  snprintf(name, sizeof(name),
+           "operator_%s_status_condition_transition_seconds_bucket", kind);
+  snprintf(label, sizeof(label), "le=\"%s\"", le);
+  return kit_metric(k, name, CARP_VALUES(label));
+}
+
+/* Karpenter v1.14's configuration of operatorpkg's status controller:
+ * per-kind families operator_<kind>_status_condition_* without group and
+ * kind, NodeClaims with the NodeClass and NodePool labels, the
+ * exponential buckets (0.5 s ... 8192 s) for NodePools and NodeClaims and
+ * the default ones for the NodeClass and the kind-independent family. */
+static void test_status_conditions_per_kind(void **state)
+{
+  struct kit k;
+  char ts[CARP_RFC3339_LEN];
+  (void)state;
+  started_with_pool(&k);
+  assert_true(kit_metric(&k, "operator_nodepool_status_condition_count",
+                         CARP_VALUES("{namespace=\"\",name=\"default\","
+                                     "type=\"Ready\",status=\"True\","
+                                     "reason=\"")) == 1);
+  assert_int_equal(count_lines(&k, "\noperator_nodepool_status_condition_"
+                                   "count{namespace=\"\",name=\"default\","
+                                   "group="),
+                   0);
+  assert_true(kit_metric(&k, "operator_proxmoxnodeclass_status_condition_count",
+                         CARP_VALUES("name=\"default\"", "type=\"Ready\"")) ==
+              1);
+  kit_advance(&k, 30 * SEC);
+  assert_true(
+      kit_metric(&k,
+                 "operator_proxmoxnodeclass_status_condition_current_status_"
+                 "seconds",
+                 CARP_VALUES("name=\"default\"", "type=\"Ready\"")) == 30);
+
+  /* A NodeClaim created while leading, with both labels Karpenter adds. */
+  kit_apply(
+      &k, "{apiVersion: karpenter.sh/v1, kind: NodeClaim, metadata: "
+          "{name: c1, labels: {karpenter.sh/nodepool: default,"
+          " carpenter.dev/proxmoxnodeclass: default}},"
+          " spec: {nodeClassRef: {group: carpenter.dev, kind: "
+          "ProxmoxNodeClass, name: default}, requirements: []},"
+          " status: {conditions: [{type: Launched, status: 'True',"
+          " reason: Launched, lastTransitionTime: '2026-01-01T00:00:00Z'}]}}");
+  assert_true(
+      kit_metric(&k, "operator_nodeclaim_status_condition_count",
+                 CARP_VALUES("{namespace=\"\",name=\"c1\",type=\"Launched\","
+                             "status=\"True\",reason=\"Launched\","
+                             "carpenter_dev_proxmoxnodeclass=\"default\","
+                             "karpenter_sh_nodepool=\"default\"}")) == 1);
+  assert_true(
+      kit_metric(&k, "operator_nodeclaim_status_condition_transitions_total",
+                 CARP_VALUES("{type=\"Launched\",status=\"True\","
+                             "reason=\"Launched\","
+                             "carpenter_dev_proxmoxnodeclass="
+                             "\"default\",karpenter_sh_nodepool="
+                             "\"default\"}")) == 1);
+  /* The kind-independent family still counts it, with group and kind. */
+  assert_true(kit_metric(&k, "operator_status_condition_transitions_total",
+                         CARP_VALUES("group=\"karpenter.sh\",kind="
+                                     "\"NodeClaim\",type=\"Launched\"")) == 1);
+
+  /* CapacityBuffers have their family too (Karpenter's CapacityBuffer
+   * gate; Carpenter always keeps buffers). */
+  kit_apply(&k, "{apiVersion: autoscaling.x-k8s.io/v1beta1, kind: "
+                "CapacityBuffer, metadata: {name: b1, namespace: team},"
+                " spec: {podTemplateRef: {name: t}, replicas: 1},"
+                " status: {conditions: [{type: ReadyForProvisioning,"
+                " status: 'True', reason: Ready,"
+                " lastTransitionTime: '2026-01-01T00:00:00Z'}]}}");
+  assert_true(
+      kit_metric(&k, "operator_capacitybuffer_status_condition_count",
+                 CARP_VALUES("{namespace=\"team\",name=\"b1\","
+                             "type=\"ReadyForProvisioning\",status=\"True\","
+                             "reason=\"Ready\"}")) == 1);
+  assert_true(kit_metric(&k, "operator_status_condition_count",
+                         CARP_VALUES("group=\"autoscaling.x-k8s.io\","
+                                     "kind=\"CapacityBuffer\"")) == 1);
+
+  /* Ready goes False on the NodePool and the NodeClass: each histogram
+   * observes the 30 s, with its own buckets. */
+  carp_time_format_rfc3339(carp_clock_wall_ms(k.clock), 0, ts);
+  kit_patch(&k, "NodePool", "default",
+            "{status: {conditions: [{type: Ready, status: 'False',"
+            " reason: NodeClassNotReady, lastTransitionTime: '%s'}]}}",
+            ts);
+  kit_patch(&k, "ProxmoxNodeClass", "default",
+            "{status: {conditions: [{type: Ready, status: 'False',"
+            " reason: TemplatesNotFound, lastTransitionTime: '%s'}]}}",
+            ts);
+  assert_true(kit_metric(&k,
+                         "operator_nodepool_status_condition_transitions_total",
+                         CARP_VALUES("{type=\"Ready\",status=\"False\","
+                                     "reason=\"NodeClassNotReady\"}")) == 1);
+  assert_true(
+      kit_metric(&k,
+                 "operator_nodepool_status_condition_transition_seconds_"
+                 "sum",
+                 CARP_VALUES("{type=\"Ready\",status=\"True\"}")) == 30);
+  assert_true(bucket(&k, "nodepool", "16") == 0);
+  assert_true(bucket(&k, "nodepool", "32") == 1);
+  assert_int_equal(count_lines(&k, "operator_nodepool_status_condition_"
+                                   "transition_seconds_bucket{"),
+                   16); /* 0.5 ... 8192 and +Inf */
+  assert_true(bucket(&k, "proxmoxnodeclass", "10") == 0);
+  assert_int_equal(count_lines(&k, "operator_proxmoxnodeclass_status_"
+                                   "condition_transition_seconds_bucket{"),
+                   12); /* 0.005 ... 10 and +Inf */
+  assert_int_equal(count_lines(&k, "\noperator_status_condition_transition_"
+                                   "seconds_bucket{group=\"karpenter.sh\","
+                                   "kind=\"NodePool\""),
+                   12);
   kit_close(&k);
 }
 
@@ -396,6 +521,7 @@ int main(void)
       cmocka_unit_test(test_unbound_time_respects_the_series_limit),
       cmocka_unit_test(test_nodepool_cost),
       cmocka_unit_test(test_status_conditions),
+      cmocka_unit_test(test_status_conditions_per_kind),
       cmocka_unit_test(test_node_limits),
       cmocka_unit_test(test_provisioning_pod_metrics),
   };
