@@ -7,7 +7,8 @@
 # new inputs that cover more into the tree's corpus.
 #
 # usage: hack/fuzz.sh [--seconds N] [--keep] [TARGET...]
-#        (targets: informer framer yaml units; default 60 seconds)
+#        (targets: informer framer yaml units kubeconfig pveconfig pve;
+#        default 60 seconds)
 set -euo pipefail
 CARP_ROOT=$(cd "$(dirname "$0")/.." && pwd)
 source "$CARP_ROOT/hack/lib/deps.sh"
@@ -20,12 +21,12 @@ while [ $# -gt 0 ]; do
   case $1 in
   --seconds) seconds=$2; shift 2 ;;
   --keep) keep=1; shift ;;
-  -h | --help) sed -n '2,11p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,12p' "$0"; exit 0 ;;
   -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
   *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(informer framer yaml units)
+[ ${#targets[@]} -gt 0 ] || targets=(informer framer yaml units kubeconfig pveconfig pve)
 
 carp_install_debs clang
 dir=$CARP_ROOT/build-fuzz

@@ -32,6 +32,11 @@ struct carp_kube_config {
  * (or a negative errno) and a message in *err (free with carp_free). */
 int carp_kube_config_load(const char *paths, const char *context,
                           struct carp_kube_config *cfg, char **err);
+/* The same from a kubeconfig's text; source names it in messages, and
+ * relative paths in it are relative to source's directory. */
+int carp_kube_config_parse(const char *text, size_t len, const char *source,
+                           const char *context, struct carp_kube_config *cfg,
+                           char **err);
 /* The in-cluster configuration: KUBERNETES_SERVICE_HOST and _PORT, the
  * service-account token, ca.crt and namespace under dir (NULL: the
  * standard /var/run/secrets/kubernetes.io/serviceaccount). */

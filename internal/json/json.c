@@ -6,6 +6,7 @@
 #include "carpenter/json.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,7 +167,9 @@ int carp_json_double(yajl_val v, double *out, ...)
     return CARP_EPARSE;
   errno = 0;
   *out = strtod(text, &end);
-  return errno || *end ? CARP_EPARSE : 0;
+  /* strtod also reads "nan" and "inf", which are no JSON numbers: a
+   * string holding one is no number either. */
+  return errno || *end || !isfinite(*out) ? CARP_EPARSE : 0;
 }
 
 int carp_json_bool(yajl_val v, int *out, ...)

@@ -260,6 +260,17 @@ static int fill_user(struct kc_file *f, struct carp_yaml_node *user,
   return 0;
 }
 
+/* The directory relative paths in the file at path are relative to. */
+static char *dir_of(const char *path)
+{
+  const char *slash = strrchr(path, '/');
+  if (!slash)
+    return NULL;
+  if (slash == path)
+    return carp_strdup("/");
+  return carp_strndup(path, (size_t)(slash - path));
+}
+
 static int load_files(const char *paths, struct kc_file *files, size_t *n,
                       char **err)
 {
@@ -270,7 +281,6 @@ static int load_files(const char *paths, struct kc_file *files, size_t *n,
     size_t len = colon ? (size_t)(colon - p) : strlen(p);
     if (len) {
       char *path = carp_strndup(p, len);
-      char *slash;
       int rc;
       if (*n == MAX_FILES) {
         carp_free(path);
@@ -286,13 +296,7 @@ static int load_files(const char *paths, struct kc_file *files, size_t *n,
         carp_free(path);
         return rc == CARP_EPARSE ? CARP_ECONFIG : rc;
       } else {
-        slash = strrchr(path, '/');
-        files[*n].dir =
-            slash ? carp_strndup(path, (size_t)(slash - path)) : NULL;
-        if (slash == path) {
-          carp_free(files[*n].dir);
-          files[*n].dir = carp_strdup("/");
-        }
+        files[*n].dir = dir_of(path);
         carp_free(path);
         (*n)++;
       }
@@ -306,24 +310,16 @@ static int load_files(const char *paths, struct kc_file *files, size_t *n,
   return 0;
 }
 
-int carp_kube_config_load(const char *paths, const char *context,
-                          struct carp_kube_config *cfg, char **err)
+/* The configuration of context (NULL: the current one) in the loaded
+ * files (paths names them in messages); frees the files. */
+static int resolve(struct kc_file *files, size_t n, const char *paths,
+                   const char *context, struct carp_kube_config *cfg,
+                   char **err)
 {
-  struct kc_file files[MAX_FILES];
   struct carp_yaml_node *ctx, *cluster, *user;
   const char *cluster_name = NULL, *user_name = NULL, *ns = NULL;
-  size_t n = 0, i, ctx_file = 0, cl_file = 0, user_file = 0;
-  int rc;
-
-  memset(cfg, 0, sizeof(*cfg));
-  memset(files, 0, sizeof(files));
-  if (err)
-    *err = NULL;
-  if (!paths || !*paths)
-    return errorf(err, "no kubeconfig path given");
-  rc = load_files(paths, files, &n, err);
-  if (rc)
-    goto out;
+  size_t i, ctx_file = 0, cl_file = 0, user_file = 0;
+  int rc = 0;
 
   for (i = 0; i < n; i++) {
     struct carp_yaml_node *root = files[i].doc.root;
@@ -394,6 +390,50 @@ out:
   if (rc)
     carp_kube_config_free(cfg);
   return rc;
+}
+
+int carp_kube_config_load(const char *paths, const char *context,
+                          struct carp_kube_config *cfg, char **err)
+{
+  struct kc_file files[MAX_FILES];
+  size_t n = 0, i;
+  int rc;
+
+  memset(cfg, 0, sizeof(*cfg));
+  memset(files, 0, sizeof(files));
+  if (err)
+    *err = NULL;
+  if (!paths || !*paths)
+    return errorf(err, "no kubeconfig path given");
+  rc = load_files(paths, files, &n, err);
+  if (rc) {
+    for (i = 0; i < n; i++) {
+      carp_yaml_free(&files[i].doc);
+      carp_free(files[i].dir);
+    }
+    return rc;
+  }
+  return resolve(files, n, paths, context, cfg, err);
+}
+
+int carp_kube_config_parse(const char *text, size_t len, const char *source,
+                           const char *context, struct carp_kube_config *cfg,
+                           char **err)
+{
+  struct kc_file f;
+  int rc;
+
+  memset(cfg, 0, sizeof(*cfg));
+  memset(&f, 0, sizeof(f));
+  if (err)
+    *err = NULL;
+  if (!source)
+    source = "kubeconfig";
+  rc = carp_yaml_load(text, len, source, &f.doc, err);
+  if (rc)
+    return rc == CARP_EPARSE ? CARP_ECONFIG : rc;
+  f.dir = dir_of(source);
+  return resolve(&f, 1, source, context, cfg, err);
 }
 
 int carp_kube_config_incluster(const char *dir, struct carp_kube_config *cfg,

@@ -28,6 +28,16 @@
  * our patch not yet in the cache. */
 #define TAINT_RESYNC_MS 5000
 
+/* How long the NodeClaim's Registered write may wait for a Node that
+ * joined but is not initialized yet (NotReady, the not-ready taint, startup
+ * taints), counted from the Node's creation. A kubelet usually goes Ready
+ * within seconds of joining: one write then says Registered and
+ * Initialized together, which keeps a claim at three writes from creation
+ * to initialized. The Node itself is synced at once, and Carpenter links it
+ * to its claim by provider ID and the registered label, not by this
+ * status. */
+#define REGISTER_HOLD_MS 15000
+
 static int has_taint(const struct carp_taint *t, uint32_t n, const char *key,
                      enum carp_taint_effect effect)
 {
@@ -186,6 +196,21 @@ static void on_initialized_written(struct carp_lifecycle *l, const char *key,
   carp__lc_after_write(l, key, res);
 }
 
+/* Milliseconds the Registered write should still wait for node to be
+ * initialized (see REGISTER_HOLD_MS); 0: write now. */
+static uint64_t registration_hold(struct carp_lifecycle *l,
+                                  const struct carp_nodeclaim *nc,
+                                  const struct carp_node *node, int synced)
+{
+  char msg[300];
+  int64_t age = carp__lc_now(l) - node->meta.creation_ms;
+  if (!not_initialized(nc, node, synced, msg, sizeof(msg)))
+    return 0;
+  if (age < 0) /* the API server's clock is ahead of ours */
+    age = 0;
+  return age < REGISTER_HOLD_MS ? (uint64_t)(REGISTER_HOLD_MS - age) : 0;
+}
+
 /* Registered=True with the Node's name, and Initialized as the Node
  * stands, in one write: a Node that joins Ready is initialized at once. */
 static void set_registered(struct carp_lifecycle *l,
@@ -224,16 +249,21 @@ static void on_node_synced(struct carp_lifecycle *l, const char *key,
   const struct carp_node *node =
       nc ? carp_cluster_node_of_nodeclaim(l->base.env.cluster, nc) : NULL;
   const char *name = carp_json_str(res->body, "metadata", "name", NULL);
+  int initialized;
   if (res->err || !nc || !node || !name || strcmp(name, node->meta.name)) {
     carp__lc_after_write(l, key, res);
     return;
   }
   /* The cache's Node may not show our patch yet: its result says whether
    * the initialized label went on with it. */
-  set_registered(l, nc, key, node,
-                 carp_json_str(res->body, "metadata", "labels",
-                               CARP_LABEL_INITIALIZED, NULL) != NULL,
-                 0);
+  initialized = carp_json_str(res->body, "metadata", "labels",
+                              CARP_LABEL_INITIALIZED, NULL) != NULL;
+  if (!initialized && registration_hold(l, nc, node, 0)) {
+    /* Once the cache shows the sync, the claim waits for its Node there. */
+    carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER, 200);
+    return;
+  }
+  set_registered(l, nc, key, node, initialized, 0);
 }
 
 /* The patch could not be built (over CARP_KUBE_MAX_BODY): it never will
@@ -399,11 +429,40 @@ static void on_node_initialized(struct carp_lifecycle *l, const char *key,
                 "Initialized", "", 0, on_initialized_written);
 }
 
+static int label_initialized(struct carp_lifecycle *l,
+                             const struct carp_node *node, const char *key,
+                             carp_lc_write_cb cb)
+{
+  char body[512];
+  snprintf(body, sizeof(body),
+           "{\"metadata\":{\"resourceVersion\":\"%s\",\"labels\":{\"%s\":"
+           "\"true\"}}}",
+           carp__lc_node_rv(l, key, &node->meta), CARP_LABEL_INITIALIZED);
+  return carp__lc_patch_node(l, key, node->meta.name, body, strlen(body), cb);
+}
+
+/* The Node was initialized while the Registered write waited for it: it is
+ * labelled, and one write says both. */
+static void on_labeled_before_registered(struct carp_lifecycle *l,
+                                         const char *key,
+                                         const struct carp_kube_result *res)
+{
+  const struct carp_nodeclaim *nc =
+      carp_cluster_nodeclaim(l->base.env.cluster, key);
+  const struct carp_node *node =
+      nc ? carp_cluster_node_of_nodeclaim(l->base.env.cluster, nc) : NULL;
+  if (res->err || !nc || !node) {
+    carp__lc_after_write(l, key, res);
+    return;
+  }
+  set_registered(l, nc, key, node, 1, 1);
+}
+
 static void initialize(struct carp_lifecycle *l,
                        const struct carp_nodeclaim *nc,
                        const struct carp_node *node, const char *key)
 {
-  char body[512], msg[300];
+  char msg[300];
   const char *why = not_initialized(nc, node, 1, msg, sizeof(msg));
   const struct carp_condition *init =
       carp_conditions_get(&nc->status.conditions, CARP_COND_INITIALIZED);
@@ -436,12 +495,7 @@ static void initialize(struct carp_lifecycle *l,
     on_node_initialized(l, key, &(struct carp_kube_result){0});
     return;
   }
-  snprintf(body, sizeof(body),
-           "{\"metadata\":{\"resourceVersion\":\"%s\",\"labels\":{\"%s\":"
-           "\"true\"}}}",
-           carp__lc_node_rv(l, key, &node->meta), CARP_LABEL_INITIALIZED);
-  if (carp__lc_patch_node(l, key, node->meta.name, body, strlen(body),
-                          on_node_initialized))
+  if (label_initialized(l, node, key, on_node_initialized))
     carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
 }
 
@@ -507,12 +561,21 @@ void carp__lc_register(struct carp_lifecycle *l,
      * set it. */
     if (carp_kvset_has(node->meta.labels, CARP_LABEL_REGISTERED) &&
         !has_taint(node->taints, node->ntaints, CARP_TAINT_UNREGISTERED,
-                   CARP_EFFECT_ANY))
-      set_registered(l, nc, key, node,
-                     carp_kvset_has(node->meta.labels, CARP_LABEL_INITIALIZED),
-                     1);
-    else
+                   CARP_EFFECT_ANY)) {
+      int initialized =
+          carp_kvset_has(node->meta.labels, CARP_LABEL_INITIALIZED);
+      char msg[300];
+      uint64_t hold = initialized ? 0 : registration_hold(l, nc, node, 1);
+      if (!initialized && !not_initialized(nc, node, 1, msg, sizeof(msg))) {
+        if (label_initialized(l, node, key, on_labeled_before_registered))
+          carp_controller_done(&l->base, key, CARP_RECONCILE_ERROR, 0);
+      } else if (hold) /* the Node's events come sooner when it goes Ready */
+        carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER, hold);
+      else
+        set_registered(l, nc, key, node, initialized, 1);
+    } else {
       sync_node(l, nc, node, key);
+    }
     return;
   }
   if (!carp_conditions_is_true(&nc->status.conditions, CARP_COND_INITIALIZED)) {

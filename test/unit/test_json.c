@@ -41,6 +41,18 @@ static void test_parse_and_lookup(void **state)
   assert_true(d == 1.5);
   assert_int_equal(carp_json_double(v, &d, "data", "memory", NULL), 0);
   assert_true(d == 4096);
+  {
+    /* strtod reads these; JSON has no such numbers (found by fuzz_pve) */
+    static const char *const odd[] = {"\"nan\"", "\"inf\"", "\"-Infinity\"",
+                                      "1e999"};
+    size_t k;
+    for (k = 0; k < sizeof(odd) / sizeof(odd[0]); k++) {
+      yajl_val o = NULL;
+      assert_int_equal(carp_json_parse(odd[k], strlen(odd[k]), &o, NULL), 0);
+      assert_int_equal(carp_json_double(o, &d, NULL), CARP_EPARSE);
+      carp_json_free(o);
+    }
+  }
   assert_int_equal(carp_json_bool(v, &b, "data", "flag", NULL), 0);
   assert_int_equal(b, 1);
   assert_int_equal(carp_json_bool(v, &b, "data", "ok", NULL), 0);

@@ -120,6 +120,35 @@ static void test_named_context_and_paths(void **state)
   carp_kube_config_free(&c);
 }
 
+/* From text (what the fuzz target uses): the same answers as from the
+ * file, paths relative to the source's directory, errors naming it. */
+static void test_parse_text(void **state)
+{
+  struct carp_kube_config c;
+  char *err = NULL;
+  (void)state;
+  assert_int_equal(carp_kube_config_parse(good, strlen(good), "/etc/kc/config",
+                                          "ops", &c, &err),
+                   0);
+  assert_null(err);
+  assert_string_equal(c.server, "https://10.0.0.1");
+  assert_string_equal(c.ca_file, "/etc/kc/certs/ca.pem");
+  assert_string_equal(c.key_file, "/abs/k.pem");
+  carp_kube_config_free(&c);
+  assert_int_equal(carp_kube_config_parse(good, strlen(good), "/etc/kc/config",
+                                          "nope", &c, &err),
+                   CARP_ECONFIG);
+  assert_non_null(strstr(err, "context \"nope\" not found"));
+  assert_non_null(strstr(err, "/etc/kc/config"));
+  assert_null(c.server);
+  carp_free(err);
+  assert_int_equal(
+      carp_kube_config_parse("a: [", 4, "/etc/kc/config", NULL, &c, &err),
+      CARP_ECONFIG);
+  assert_non_null(strstr(err, "/etc/kc/config"));
+  carp_free(err);
+}
+
 static void test_merge(void **state)
 {
   struct carp_kube_config c;
@@ -302,6 +331,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_current_context),
       cmocka_unit_test(test_named_context_and_paths),
+      cmocka_unit_test(test_parse_text),
       cmocka_unit_test(test_merge),
       cmocka_unit_test(test_bad_files),
       cmocka_unit_test(test_incluster),

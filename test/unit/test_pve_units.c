@@ -19,6 +19,7 @@
 #include "carpenter/base64.h"
 #include "carpenter/buf.h"
 #include "carpenter/error.h"
+#include "carpenter/json.h"
 #include "carpenter/pve.h"
 #include "pve_int.h"
 #include "tmpdir.h"
@@ -124,6 +125,13 @@ static void test_config_errors(void **state)
       "clusters:\n- region: lab\n  url: http://h:8006\n  tokenID: a@b!c\n"
       "  tokenSecret: hunter2\n",
       "pve.yaml:3:8", "url: must start with https://");
+  /* Found by fuzz_pveconfig: "https:///h" passed for a URL. */
+  expect_error("clusters:\n- region: lab\n  url: https:///h\n  tokenID: a@b!c\n"
+               "  tokenSecret: hunter2\n",
+               "pve.yaml:3:8", "url: must name a host after https://");
+  expect_error("clusters:\n- region: lab\n  url: \"https://h x\"\n"
+               "  tokenID: a@b!c\n  tokenSecret: hunter2\n",
+               "pve.yaml:3:8", "hold no spaces");
   expect_error("clusters:\n- region: lab\n  url: https://h\n  tokenID: root\n"
                "  tokenSecret: hunter2\n",
                "pve.yaml:4:", "user@realm!tokenname");
@@ -260,6 +268,40 @@ static void test_exitstatus(void **state)
 
 /* --- user-data
  * ---------------------------------------------------------------- */
+
+static int task_status(const char *json, int *err, const char **msg)
+{
+  static yajl_val v;
+  carp_json_free(v);
+  v = NULL;
+  assert_int_equal(carp_json_parse(json, strlen(json), &v, NULL), 0);
+  return pve_task_status_decode(v, err, msg);
+}
+
+static void test_task_status(void **state)
+{
+  const char *msg = NULL;
+  int err = 0;
+  (void)state;
+  assert_int_equal(task_status("{\"status\":\"running\"}", &err, &msg), 1);
+  assert_int_equal(task_status("{\"status\":\"stopped\",\"exitstatus\":"
+                               "\"WARNINGS: 2\"}",
+                               &err, &msg),
+                   0);
+  assert_int_equal(err, 0);
+  assert_string_equal(msg, "WARNINGS: 2");
+  task_status("{\"status\":\"stopped\",\"exitstatus\":\"VM is locked\"}", &err,
+              &msg);
+  assert_int_equal(err, CARP_EAGAIN);
+  task_status("{\"exitstatus\":\"OK\"}", &err, &msg);
+  assert_int_equal(err, CARP_EPARSE);
+  assert_string_equal(msg, "task status without a status field");
+  /* An empty exit status is an error, and an error has a message. */
+  task_status("{\"status\":\"stopped\",\"exitstatus\":\"\"}", &err, &msg);
+  assert_int_equal(err, CARP_ETASK);
+  assert_string_equal(msg, "unexpected status");
+  task_status("[]", &err, &msg); /* frees the last parse */
+}
 
 static void test_render(void **state)
 {
@@ -412,6 +454,17 @@ static void test_description(void **state)
   pve_description_parse("nodeclaim-uid:   spaced  \r\nother: x", &d);
   assert_string_equal(d.uid, "spaced");
   assert_string_equal(d.nodeclaim, "");
+  /* Found by fuzz_pve: a value too long for its field was cut (another
+   * name, and one a second read saw differently); it is no value now. */
+  carp_buf_reset(&b);
+  carp_buf_puts(&b, "nodeclaim: a\nnodeclaim-uid: ");
+  for (size_t i = 0; i < sizeof(d.uid); i++)
+    carp_buf_puts(&b, i == 62 ? " " : "u");
+  carp_buf_puts(&b, "\nnodepool: p\n");
+  pve_description_parse(carp_buf_cstr(&b), &d);
+  assert_string_equal(d.nodeclaim, "a");
+  assert_string_equal(d.uid, "");
+  assert_string_equal(d.nodepool, "p");
   carp_buf_free(&b);
 
   pve_prop_get("virtio=AA:BB,bridge=vmbr0,firewall=1", "bridge", out,
@@ -440,6 +493,7 @@ int main(void)
       cmocka_unit_test(test_classify),
       cmocka_unit_test(test_upid),
       cmocka_unit_test(test_exitstatus),
+      cmocka_unit_test(test_task_status),
       cmocka_unit_test(test_render),
       cmocka_unit_test(test_iso),
       cmocka_unit_test(test_description),

@@ -59,8 +59,12 @@ static void field(const char *line, size_t len, const char *key, char *out,
   }
   while (vl && isspace((unsigned char)v[vl - 1]))
     vl--;
-  if (vl >= size)
-    vl = size - 1;
+  /* Cut short, a name would be another name (and end in a space that a
+   * second read drops): a value too long is no value. */
+  if (vl >= size) {
+    out[0] = '\0';
+    return;
+  }
   memcpy(out, v, vl);
   out[vl] = '\0';
 }

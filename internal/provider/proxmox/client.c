@@ -227,6 +227,33 @@ static void error_message(struct carp_buf *msg,
     carp_buf_printf(msg, " (HTTP %ld)", resp->status);
 }
 
+yajl_val pve_answer_decode(const struct carp_http_response *resp,
+                           const char *region, struct carp_pve_result *r,
+                           struct carp_buf *msg)
+{
+  yajl_val root = NULL;
+  r->status = resp->status;
+  r->err = 0;
+  r->data = NULL;
+  if (resp->body.len)
+    carp_json_parse_cstr(carp_buf_cstr(&resp->body), resp->body.len, &root,
+                         NULL);
+  if (resp->status == 200) {
+    if (!root || !YAJL_IS_OBJECT(root) || !carp_json_get(root, "data", NULL)) {
+      r->err = CARP_EPARSE;
+      carp_buf_puts(msg, "answer is not a Proxmox API envelope");
+    } else {
+      r->data = carp_json_get(root, "data", NULL);
+      if (YAJL_IS_NULL(r->data))
+        r->data = NULL;
+    }
+  } else {
+    error_message(msg, resp, root, region);
+    r->err = status_error(resp->status, carp_buf_cstr(msg));
+  }
+  return root;
+}
+
 /* --- calls
  * -------------------------------------------------------------------- */
 
@@ -284,24 +311,7 @@ static void on_http_done(struct carp_http_request *req, int status,
                       resp && resp->errmsg && *resp->errmsg ? ": " : "",
                       resp && resp->errmsg ? resp->errmsg : "");
   } else {
-    r.status = resp->status;
-    if (resp->body.len)
-      carp_json_parse_cstr(carp_buf_cstr(&resp->body), resp->body.len, &root,
-                           NULL);
-    if (resp->status == 200) {
-      if (!root || !YAJL_IS_OBJECT(root) ||
-          !carp_json_get(root, "data", NULL)) {
-        r.err = CARP_EPARSE;
-        carp_buf_puts(&msg, "answer is not a Proxmox API envelope");
-      } else {
-        r.data = carp_json_get(root, "data", NULL);
-        if (YAJL_IS_NULL(r.data))
-          r.data = NULL;
-      }
-    } else {
-      error_message(&msg, resp, root, c->region);
-      r.err = status_error(resp->status, carp_buf_cstr(&msg));
-    }
+    root = pve_answer_decode(resp, c->region, &r, &msg);
   }
   r.message = carp_buf_cstr(&msg);
   CARP_LOG_DEBUG(

@@ -96,6 +96,14 @@ static int fingerprint_ok(const char *s)
   return 1;
 }
 
+static int url_has_space(const char *s)
+{
+  for (; *s; s++)
+    if ((unsigned char)*s <= ' ' || *s == 0x7f)
+      return 1;
+  return 0;
+}
+
 static char *read_secret_file(const char *path, int *rc)
 {
   FILE *f = fopen(path, "r");
@@ -188,6 +196,10 @@ static int parse_cluster(const struct carp_yaml_doc *doc,
     return fail(err, doc, carp_yaml_get(m, "url"),
                 "url: must start with https:// (e.g. "
                 "https://pve1.example.org:8006/api2/json)");
+  if (!url[8] || strchr("/?#@:", url[8]) || url_has_space(url))
+    return fail(err, doc, carp_yaml_get(m, "url"),
+                "url: must name a host after https:// and hold no spaces "
+                "(e.g. https://pve1.example.org:8006/api2/json)");
   if (!tid)
     return fail(err, doc, m, "clusters[%zu]: tokenID is required", idx);
   if (!token_id_ok(tid))

@@ -346,7 +346,7 @@ static void rb_next(struct pve_create *c)
       }
       return;
     }
-    /* fall through */
+    __attribute__((fallthrough)); /* clang wants it spelled out */
   default:
     CARP_LOG_INFO(PVE_LOG, "rolled back a failed create",
                   CARP_F_STR("nodeclaim", c->spec->name),

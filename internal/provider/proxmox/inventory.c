@@ -50,12 +50,14 @@ static int64_t get_int(yajl_val obj, const char *key)
   double d;
   if (carp_json_int(obj, &v, key, NULL) == 0)
     return v;
-  if (carp_json_double(obj, &d, key, NULL) == 0)
+  /* A fraction ("12.5" seconds of uptime) is cut; a number beyond int64
+   * (found by fuzz_pve) is as unreadable as text. */
+  if (carp_json_double(obj, &d, key, NULL) == 0 && d > -9.2e18 && d < 9.2e18)
     return (int64_t)d;
   return 0;
 }
 
-static int parse_resources(yajl_val data, struct pve_inventory *inv)
+int pve_resources_parse(yajl_val data, struct pve_inventory *inv)
 {
   size_t n, i, nh = 0, ng = 0;
   if (!data || !YAJL_IS_ARRAY(data))
@@ -496,7 +498,7 @@ static void on_resources(const struct carp_pve_result *res, void *arg)
     return;
   }
   memset(&inv, 0, sizeof(inv));
-  rc = parse_resources(res->data, &inv);
+  rc = pve_resources_parse(res->data, &inv);
   if (rc) {
     pve_inventory_free(&inv);
     r->status = rc;

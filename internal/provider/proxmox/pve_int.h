@@ -27,6 +27,21 @@ struct pve_region;
 struct pve_op;
 
 /* ------------------------------------------------------------------------ */
+/* Decoding answers: each decoder of a reply the provider reads, exposed so
+ * test/fuzz/fuzz_pve.c reaches them as the provider does.                 */
+
+struct carp_http_response;
+/* client.c: an HTTP answer into r (status, err, data) and msg (the error
+ * text; empty on success). Returns the parsed body for carp_json_free
+ * after r->data is used (NULL when it was not JSON). */
+yajl_val pve_answer_decode(const struct carp_http_response *resp,
+                           const char *region, struct carp_pve_result *r,
+                           struct carp_buf *msg);
+/* task.c: a task's status answer: 1 while it runs, else 0 with *err (0
+ * for OK or warnings) and *msg (the exit status or what was wrong). */
+int pve_task_status_decode(yajl_val data, int *err, const char **msg);
+
+/* ------------------------------------------------------------------------ */
 /* Inventory (inventory.c)                                                  */
 
 /* A host's status in /cluster/resources: "online", "offline", else
@@ -209,6 +224,10 @@ struct pve_region {
 };
 
 void pve_inventory_free(struct pve_inventory *inv);
+/* A /cluster/resources answer into inv (hosts with a name, guests with a
+ * VMID > 0; other entries skipped). CARP_EPARSE, inv untouched, when data
+ * is not a list. */
+int pve_resources_parse(yajl_val data, struct pve_inventory *inv);
 /* Starts a refresh of /cluster/resources (coalesced: a refresh in flight
  * is joined) and calls w->cb (w may be NULL) when it ends, never from
  * inside this call. Returns 0, or an error when no request could be

@@ -128,6 +128,26 @@ int carp_pve_exitstatus_ok(const char *s)
   return 1;
 }
 
+int pve_task_status_decode(yajl_val data, int *err, const char **msg)
+{
+  const char *status = carp_json_str(data, "status", NULL), *exitstatus;
+  if (!status) {
+    *err = CARP_EPARSE;
+    *msg = "task status without a status field";
+    return 0;
+  }
+  if (!strcmp(status, "running"))
+    return 1;
+  exitstatus = carp_json_str(data, "exitstatus", NULL);
+  if (!exitstatus || !*exitstatus) /* an error needs a message */
+    exitstatus = "unexpected status";
+  *msg = exitstatus;
+  *err = carp_pve_exitstatus_ok(exitstatus)
+             ? 0
+             : carp_pve_classify(exitstatus, CARP_ETASK);
+  return 0;
+}
+
 /* --- waiting
  * ------------------------------------------------------------------ */
 
@@ -229,7 +249,8 @@ static void schedule(struct carp_pve_task_wait *w)
 static void on_status(const struct carp_pve_result *r, void *arg)
 {
   struct carp_pve_task_wait *w = arg;
-  const char *status, *exitstatus;
+  const char *msg;
+  int err;
 
   w->call = NULL;
   if (w->canceled || r->err == CARP_ECANCELED) {
@@ -249,22 +270,10 @@ static void on_status(const struct carp_pve_result *r, void *arg)
     schedule(w);
     return;
   }
-  status = carp_json_str(r->data, "status", NULL);
-  if (!status) {
-    finish(w, CARP_EPARSE, "task status without a status field");
-    return;
-  }
-  if (!strcmp(status, "running")) {
+  if (pve_task_status_decode(r->data, &err, &msg))
     schedule(w);
-    return;
-  }
-  exitstatus = carp_json_str(r->data, "exitstatus", NULL);
-  if (!exitstatus)
-    exitstatus = "unexpected status";
-  if (carp_pve_exitstatus_ok(exitstatus))
-    finish(w, 0, exitstatus);
   else
-    finish(w, carp_pve_classify(exitstatus, CARP_ETASK), exitstatus);
+    finish(w, err, msg);
 }
 
 static void on_timer(uv_timer_t *t)
