@@ -3,6 +3,8 @@
 # again on an AddressSanitizer + UndefinedBehaviorSanitizer build.
 #   hack/test.sh            everything
 #   hack/test.sh -R regex   only the ctest tests matching regex (both builds)
+#   CARP_TEST_LONG=1 hack/test.sh   also the tests labelled long (minutes
+#                           each, beyond CI's 30-minute budget; normal build)
 # It fails when a test leaves a file behind under $TMPDIR (a folder of the
 # run's own). New entries in /tmp itself are listed; they fail the run on CI
 # (CI set) or with CARP_TMP_STRICT=1, where no one else writes to /tmp.
@@ -67,7 +69,11 @@ jobs=$(nproc)
 echo "== build (normal)"
 carp_build build
 echo "== ctest (normal)"
-(cd build && ctest --output-on-failure -j "$jobs" "$@")
+skip_long=(-LE long)
+if [ "${CARP_TEST_LONG:-}" = 1 ]; then
+  skip_long=()
+fi
+(cd build && ctest --output-on-failure -j "$jobs" "${skip_long[@]}" "$@")
 
 echo "== build (address + undefined sanitizers)"
 carp_build build-asan -DCARP_SANITIZE=ON
@@ -77,4 +83,4 @@ echo "== ctest (sanitizers)"
 # within CI's 30 minutes on 2 cores.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --output-on-failure -j "$jobs" -LE 'sim|slow' "$@")
+  ctest --output-on-failure -j "$jobs" -LE 'sim|slow|long' "$@")
