@@ -291,29 +291,34 @@ static int static_drift(const struct carp_cluster *c,
   return found;
 }
 
+/* Whether the Drifted budget of cd's pool (a dynamic one) has room for one
+ * more in this command, counted in taken; takes it if so. */
+static int drift_budget_takes(const struct dis_analysis *a, int64_t *taken,
+                              const struct dis_cand *cd)
+{
+  const struct dis_pool *pool = &a->pools[cd->pool];
+  if (pool->np->has_replicas ||
+      taken[cd->pool] >= pool->allowed[CARP_DISRUPT_DRIFTED])
+    return 0;
+  taken[cd->pool]++;
+  return 1;
+}
+
 /* The drifted node idx[0] can go (plan); more of the drifted nodes after
  * it (rest, in drift order) go with it in one command as far as their
- * pools' Drifted budgets allow and the simulation finds every pod a place:
- * the longest such prefix, found by halving, so a budget of ten replaces
- * ten nodes at a time instead of one after another. Returns how many are
- * in idx; plan is the plan for all of them. */
+ * pools' Drifted budgets allow (taken: none taken yet) and the simulation
+ * finds every pod a place: the longest such prefix, found by halving, so
+ * a budget of ten replaces ten nodes at a time instead of one after
+ * another. Returns how many are in idx; plan is the plan for all of them. */
 static size_t widen_drift(struct dis_sim *sim, const struct dis_analysis *a,
-                          const size_t *rest, size_t nrest, size_t *idx,
-                          struct dis_plan *plan)
+                          int64_t *taken, const size_t *rest, size_t nrest,
+                          size_t *idx, struct dis_plan *plan)
 {
-  int64_t *taken = carp_calloc(a->npools + 1, sizeof(int64_t));
   size_t i, m = 0, lo = 0, hi;
   taken[a->cands[idx[0]].pool] = 1;
-  for (i = 0; i < nrest; i++) {
-    const struct dis_cand *cd = &a->cands[rest[i]];
-    const struct dis_pool *pool = &a->pools[cd->pool];
-    if (pool->np->has_replicas ||
-        taken[cd->pool] >= pool->allowed[CARP_DISRUPT_DRIFTED])
-      continue;
-    taken[cd->pool]++;
-    idx[1 + m++] = rest[i];
-  }
-  carp_free(taken);
+  for (i = 0; i < nrest; i++)
+    if (drift_budget_takes(a, taken, &a->cands[rest[i]]))
+      idx[1 + m++] = rest[i];
   /* lo: the longest prefix known to go; hi: the longest that may. */
   hi = m;
   while (lo < hi) {
@@ -353,14 +358,10 @@ static int drift(const struct carp_cluster *c, struct carp_provider *provider,
     carp_free(idx);
     return 1;
   }
-  for (i = 0; i < n; i++) {
-    const struct dis_cand *cd = &a->cands[order[i]];
-    if (!cd->empty || a->pools[cd->pool].np->has_replicas ||
-        taken[cd->pool] >= a->pools[cd->pool].allowed[CARP_DISRUPT_DRIFTED])
-      continue;
-    taken[cd->pool]++;
-    idx[ne++] = order[i];
-  }
+  for (i = 0; i < n; i++)
+    if (a->cands[order[i]].empty &&
+        drift_budget_takes(a, taken, &a->cands[order[i]]))
+      idx[ne++] = order[i];
   if (ne) {
     command_of(cmd, DIS_DRIFT, CARP_DISRUPT_DRIFTED, idx, ne);
     cmd->plan.decision = DIS_DELETE;
@@ -387,7 +388,8 @@ static int drift(const struct carp_cluster *c, struct carp_provider *provider,
       continue;
     }
     idx[0] = order[i];
-    k = widen_drift(sim, a, order + i + 1, n - i - 1, idx, &plan);
+    /* No empty node was taken (else ne): taken is all zero here. */
+    k = widen_drift(sim, a, taken, order + i + 1, n - i - 1, idx, &plan);
     command_of(cmd, DIS_DRIFT, CARP_DISRUPT_DRIFTED, idx, k);
     cmd->plan = plan;
     cmd->savings = price_of_set(a, idx, k);
