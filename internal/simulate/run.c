@@ -328,8 +328,8 @@ static void why_candidate(struct carp_simulation *s,
              p->np->meta.name);
   } else if (cd->drifted) {
     snprintf(e->why, sizeof(e->why),
-             "drifted; not replaced in this round (one drifted node at a "
-             "time)");
+             "drifted; not replaced in this round (its pool's Drifted "
+             "budget, or the room left, takes it in a later one)");
   } else if (!cd->empty &&
              p->np->consolidation_policy == CARP_CONSOLIDATE_WHEN_EMPTY) {
     snprintf(e->why, sizeof(e->why),
