@@ -516,6 +516,8 @@ static void send_op(struct carp_kube_op *op)
   o.body_len = op->body_len;
   o.timeout_ms = op->timeout_ms;
   o.max_body = 256 * 1024 * 1024;
+  /* A write answers with one object; reads may be list pages. */
+  o.small_answer = !op->is_read;
   o.on_done = carp__kube_http_done;
   o.arg = op;
   op->attempts++;
