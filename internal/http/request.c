@@ -293,10 +293,8 @@ static int easy_setup(struct carp_http_request *req,
   CARP_HTTP_SETOPT(h, CURLOPT_HEADERDATA, (void *)req);
   CARP_HTTP_SETOPT(h, CURLOPT_WRITEFUNCTION, on_write);
   CARP_HTTP_SETOPT(h, CURLOPT_WRITEDATA, (void *)req);
-  if (opts->small_answer && !opts->on_data) {
+  if (opts->small_answer && !opts->on_data)
     CARP_HTTP_SETOPT(h, CURLOPT_BUFFERSIZE, SMALL_ANSWER_BUFFER);
-    CARP_HTTP_SETOPT(h, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
-  }
   if (opts->timeout_ms)
     CARP_HTTP_SETOPT(h, CURLOPT_TIMEOUT_MS,
                      opts->timeout_ms > (uint64_t)LONG_MAX
