@@ -7,7 +7,9 @@
  * operatorpkg's operator_status_condition_* (a
  * series per object and condition, transitions counted and timed), and
  * the pod metrics that count from the provisioner's decisions
- * (karpenter_pods_provisioning_*), with karpenter_pods_unstarted_time_seconds.
+ * (karpenter_pods_provisioning_*), with karpenter_pods_unstarted_time_seconds,
+ * operatorpkg's families for Nodes (every condition) and its termination
+ * metrics.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -357,6 +359,177 @@ static void test_status_conditions_per_kind(void **state)
   kit_close(&k);
 }
 
+/* A Node with the labels Karpenter's Node families read, Ready and free
+ * of memory pressure since now (a finalizer keeps it while it terminates). */
+static void labelled_node(struct kit *k, const char *name)
+{
+  char ts[CARP_RFC3339_LEN];
+  carp_time_format_rfc3339(carp_clock_wall_ms(k->clock), 0, ts);
+  kit_apply(k,
+            "{apiVersion: v1, kind: Node, metadata: {name: %s,"
+            " labels: {karpenter.sh/nodepool: default,"
+            " carpenter.dev/proxmoxnodeclass: default,"
+            " karpenter.sh/initialized: 'true'},"
+            " finalizers: [karpenter.sh/termination]},"
+            " status: {conditions: ["
+            " {type: Ready, status: 'True', reason: KubeletReady,"
+            "  lastTransitionTime: '%s', lastHeartbeatTime: '%s'},"
+            " {type: MemoryPressure, status: 'False',"
+            "  reason: KubeletHasSufficientMemory, lastTransitionTime: '%s'},"
+            " {type: PIDPressure, status: 'False'}]}}",
+            name, ts, ts, ts);
+}
+
+#define NODE_LABELS_W1                                                         \
+  "carpenter_dev_proxmoxnodeclass=\"default\",karpenter_sh_nodepool="          \
+  "\"default\",karpenter_sh_initialized=\"true\"}"
+
+/* operatorpkg's status controller for Nodes, as Karpenter v1.14 runs it:
+ * every condition of the Node (not only Ready), the NodeClass, NodePool and
+ * initialized labels, the exponential buckets, and no kind-independent
+ * copy. Nodes in the same state share their cached condition set. */
+static void test_node_status_conditions(void **state)
+{
+  struct kit k;
+  char ts[CARP_RFC3339_LEN];
+  const struct carp_node *a, *b;
+  (void)state;
+  started_with_pool(&k);
+  labelled_node(&k, "w1");
+  labelled_node(&k, "w2");
+  assert_true(
+      kit_metric(
+          &k, "operator_node_status_condition_count",
+          CARP_VALUES(
+              "{namespace=\"\",name=\"w1\","
+              "type=\"MemoryPressure\",status=\"False\","
+              "reason=\"KubeletHasSufficientMemory\"," NODE_LABELS_W1)) == 1);
+  assert_true(kit_metric(&k, "operator_node_status_condition_count",
+                         CARP_VALUES("{namespace=\"\",name=\"w1\","
+                                     "type=\"PIDPressure\",status=\"False\","
+                                     "reason=\"\",")) == 1);
+  assert_int_equal(count_lines(&k, "\noperator_node_status_condition_count{"),
+                   6);
+  assert_int_equal(count_lines(&k, "kind=\"Node\""), 0);
+  /* Created while leading: each condition is a transition. */
+  assert_true(
+      kit_metric(&k, "operator_node_status_condition_transitions_total",
+                 CARP_VALUES("{type=\"Ready\",status=\"True\","
+                             "reason=\"KubeletReady\"," NODE_LABELS_W1)) == 2);
+  a = (const struct carp_node *)carp_store_get(
+      carp_informer_store(k.cluster->nodes), "w1");
+  b = (const struct carp_node *)carp_store_get(
+      carp_informer_store(k.cluster->nodes), "w2");
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_ptr_equal(a->conds, b->conds);
+
+  kit_advance(&k, 45 * SEC);
+  assert_true(
+      kit_metric(&k, "operator_node_status_condition_current_status_seconds",
+                 CARP_VALUES("name=\"w1\"", "type=\"MemoryPressure\"")) == 45);
+  /* A condition without lastTransitionTime has no such series. */
+  assert_int_equal(
+      count_lines(&k, "operator_node_status_condition_current_status_seconds{"
+                      "namespace=\"\",name=\"w1\",type=\"PIDPressure\""),
+      0);
+  /* Memory pressure on w1: counted, the 45 s without it observed. */
+  carp_time_format_rfc3339(carp_clock_wall_ms(k.clock), 0, ts);
+  kit_patch(&k, "Node", "w1",
+            "{status: {conditions: ["
+            " {type: Ready, status: 'True', reason: KubeletReady,"
+            "  lastTransitionTime: '2026-01-01T00:00:00Z'},"
+            " {type: MemoryPressure, status: 'True',"
+            "  reason: KubeletHasInsufficientMemory, lastTransitionTime: '%s'},"
+            " {type: PIDPressure, status: 'False'}]}}",
+            ts);
+  assert_true(
+      kit_metric(&k, "operator_node_status_condition_transitions_total",
+                 CARP_VALUES("{type=\"MemoryPressure\",status=\"True\","
+                             "reason=\"KubeletHasInsufficientMemory\",")) == 1);
+  assert_true(
+      kit_metric(
+          &k, "operator_node_status_condition_transition_seconds_sum",
+          CARP_VALUES(
+              "{type=\"MemoryPressure\",status=\"False\"," NODE_LABELS_W1)) ==
+      45);
+  assert_int_equal(count_lines(&k, "operator_node_status_condition_"
+                                   "transition_seconds_bucket{"),
+                   16); /* 0.5 ... 8192 and +Inf */
+  assert_true(kit_metric(&k, "operator_node_status_condition_count",
+                         CARP_VALUES("name=\"w1\"", "type=\"MemoryPressure\"",
+                                     "status=\"True\"")) == 1);
+  assert_int_equal(
+      count_lines(&k, "\noperator_node_status_condition_count{namespace=\"\","
+                      "name=\"w1\",type=\"MemoryPressure\",status=\"False\""),
+      0);
+  assert_ptr_not_equal(((const struct carp_node *)carp_store_get(
+                            carp_informer_store(k.cluster->nodes), "w1"))
+                           ->conds,
+                       b->conds);
+  /* Gone: no series left. */
+  kit_patch(&k, "Node", "w2", "{metadata: {finalizers: []}}");
+  kit_delete(&k, "Node", "w2");
+  assert_int_equal(count_lines(&k, "name=\"w2\""), 0);
+  kit_close(&k);
+}
+
+/* operatorpkg's termination metrics: the time each terminating object has
+ * been terminating, and once it is gone how long that took, per kind (the
+ * kind's labels and buckets) and, for the kinds Karpenter emits them for,
+ * in the kind-independent families. */
+static void test_termination_metrics(void **state)
+{
+  struct kit k;
+  (void)state;
+  started_with_pool(&k);
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  labelled_node(&k, "w1");
+  assert_int_equal(count_lines(&k, "termination_current_time_seconds{"), 0);
+  kit_delete(&k, "NodeClaim", "n1");
+  kit_delete(&k, "Node", "w1");
+  kit_advance(&k, 20 * SEC);
+  assert_true(
+      kit_metric(&k, "operator_nodeclaim_termination_current_time_seconds",
+                 CARP_VALUES("{namespace=\"\",name=\"n1\","
+                             "carpenter_dev_proxmoxnodeclass=\"\","
+                             "karpenter_sh_nodepool=\"default\"}")) == 20);
+  assert_true(kit_metric(&k, "operator_termination_current_time_seconds",
+                         CARP_VALUES("{namespace=\"\",name=\"n1\","
+                                     "group=\"karpenter.sh\","
+                                     "kind=\"NodeClaim\"}")) == 20);
+  assert_true(
+      kit_metric(&k, "operator_node_termination_current_time_seconds",
+                 CARP_VALUES("{namespace=\"\",name=\"w1\"," NODE_LABELS_W1)) ==
+      20);
+  /* Nodes have no kind-independent copy. */
+  assert_int_equal(count_lines(&k, "kind=\"Node\""), 0);
+
+  kit_advance(&k, 10 * SEC);
+  kit_patch(&k, "NodeClaim", "n1", "{metadata: {finalizers: []}}");
+  kit_patch(&k, "Node", "w1", "{metadata: {finalizers: []}}");
+  assert_false(kit_exists(&k, "Node", "w1"));
+  assert_int_equal(count_lines(&k, "termination_current_time_seconds{"), 0);
+  assert_true(
+      kit_metric(&k, "operator_nodeclaim_termination_duration_seconds_sum",
+                 CARP_VALUES("karpenter_sh_nodepool=\"default\"")) == 30);
+  assert_true(kit_metric(&k, "operator_node_termination_duration_seconds_sum",
+                         CARP_VALUES("{" NODE_LABELS_W1)) == 30);
+  assert_true(kit_metric(&k,
+                         "operator_node_termination_duration_seconds_bucket",
+                         CARP_VALUES("le=\"16\"")) == 0);
+  assert_true(kit_metric(&k,
+                         "operator_node_termination_duration_seconds_bucket",
+                         CARP_VALUES("le=\"32\"")) == 1);
+  assert_true(kit_metric(&k, "operator_termination_duration_seconds_count",
+                         CARP_VALUES("kind=\"NodeClaim\"")) == 1);
+  assert_int_equal(count_lines(&k, "\noperator_termination_duration_seconds_"
+                                   "bucket{group=\"karpenter.sh\","
+                                   "kind=\"NodeClaim\""),
+                   12); /* Prometheus's defaults */
+  kit_close(&k);
+}
+
 /* A running pod on node with container limits and requests. */
 static void limited_pod(struct kit *k, const char *name, const char *node,
                         const char *owner_kind, const char *limits)
@@ -522,6 +695,8 @@ int main(void)
       cmocka_unit_test(test_nodepool_cost),
       cmocka_unit_test(test_status_conditions),
       cmocka_unit_test(test_status_conditions_per_kind),
+      cmocka_unit_test(test_node_status_conditions),
+      cmocka_unit_test(test_termination_metrics),
       cmocka_unit_test(test_node_limits),
       cmocka_unit_test(test_provisioning_pod_metrics),
   };
