@@ -535,6 +535,7 @@ static void metricsctl_free(struct carp_controller *c)
 {
   struct carp_metricsctl *m = MCTL(c);
   snap_clear(m);
+  carp__mctl_offerings_free(m);
   carp_map_free(&m->snap_index);
   CARP_FREE(&m->snap);
   carp_free(m);
@@ -574,6 +575,7 @@ int carp_metricsctl_new(const struct carp_controller_env *env,
   register_all(m);
   carp__mctl_conditions_register(m);
   carp__mctl_provisioning_register(m);
+  carp__mctl_offerings_register(m);
   carp_controller_watch(&m->base, env->cluster->pods, carp__mctl_pod_event);
   *out = &m->base;
   return 0;

@@ -66,8 +66,9 @@ struct carp_metricsctl {
   struct carp_metric *m_bound;
   struct carp_metric *m_prov_bound; /* provisioning.c */
   struct carp_metric *m_prov_startup;
-  int64_t unsynced_since_ms; /* monotonic; 0 while synced */
-  size_t pods_omitted;       /* pods without a series at the last scrape */
+  struct carp_mctl_offerings *offerings; /* offerings.c: the last scrape's */
+  int64_t unsynced_since_ms;             /* monotonic; 0 while synced */
+  size_t pods_omitted; /* pods without a series at the last scrape */
   /* the snapshot */
   uint64_t snap_scrape;
   struct carp_mctl_node *snap;
@@ -98,6 +99,10 @@ struct carp_metric *carp__mctl_stream_arg(struct carp_metricsctl *m,
  * registers the families and watches the NodePool, NodeClaim,
  * ProxmoxNodeClass, CapacityBuffer and Node informers. */
 void carp__mctl_conditions_register(struct carp_metricsctl *m);
+/* offerings.c: karpenter_cloudprovider_instance_type_* (the provider's
+ * instance types of the NodeClasses in use, resolved once per scrape). */
+void carp__mctl_offerings_register(struct carp_metricsctl *m);
+void carp__mctl_offerings_free(struct carp_metricsctl *m);
 /* Builds the snapshot once per scrape (scrape 0: always). */
 void carp__mctl_snapshot(struct carp_metricsctl *m, uint64_t scrape);
 const struct carp_mctl_node *carp__mctl_node_of(struct carp_metricsctl *m,

@@ -530,6 +530,71 @@ static void test_termination_metrics(void **state)
   kit_close(&k);
 }
 
+static double offering(struct kit *k, const char *name, const char *type,
+                       const char *zone)
+{
+  char want[256];
+  snprintf(want, sizeof(want),
+           "{instance_type=\"%s\",capacity_type=\"on-demand\",zone=\"%s\"}",
+           type, zone);
+  return kit_metric(k, name, CARP_VALUES(want));
+}
+
+#define AVAILABLE "karpenter_cloudprovider_instance_type_offering_available"
+#define PRICE     "karpenter_cloudprovider_instance_type_offering_price_estimate"
+
+/* The AWS provider's instance type gauges, for the grid of the NodeClass a
+ * NodePool uses: each type's vCPUs and memory, and per host (zone) whether
+ * it can take the type now and at what price; nothing left of a type no
+ * pool uses any more. */
+static void test_instance_type_offerings(void **state)
+{
+  static const char *const zones[] = {"zone-a", "zone-b", NULL};
+  struct carp_fake_provider_options po = {
+      .types = types, .ntypes = 2, .zones = zones};
+  struct kit_options ko = {.provider = &po};
+  struct carp_controller *c = NULL;
+  struct kit k;
+  (void)state;
+  kit_init(&k, &ko);
+  assert_int_equal(carp_metricsctl_new(&k.env, NULL, &c), 0);
+  kit_add(&k, c);
+  kit_nodeclass(&k, "default");
+  kit_start(&k);
+  /* No NodePool uses the class yet. */
+  assert_int_equal(count_lines(&k, "\nkarpenter_cloudprovider_instance_type"),
+                   0);
+  kit_nodepool(&k, "default", "");
+  assert_true(kit_metric(&k, "karpenter_cloudprovider_instance_type_cpu_cores",
+                         CARP_VALUES("{instance_type=\"c1.4VCPU-8GB\"}")) == 4);
+  assert_true(kit_metric(&k,
+                         "karpenter_cloudprovider_instance_type_memory_bytes",
+                         CARP_VALUES("{instance_type=\"c1.2VCPU-4GB\"}")) ==
+              (double)(4 * GIB));
+  assert_true(offering(&k, AVAILABLE, "c1.4VCPU-8GB", "zone-b") == 1);
+  assert_true(offering(&k, PRICE, "c1.4VCPU-8GB", "zone-b") == 0.5);
+  assert_true(offering(&k, PRICE, "c1.2VCPU-4GB", "zone-a") == 0.25);
+  assert_int_equal(count_lines(&k, "\n" AVAILABLE "{"), 4);
+
+  /* zone-b has 3 vCPUs left: the 4-vCPU type no longer fits there. */
+  carp_fake_provider_set_capacity(k.provider, "zone-b", 3, 64 * GIB);
+  assert_true(offering(&k, AVAILABLE, "c1.4VCPU-8GB", "zone-b") == 0);
+  assert_true(offering(&k, AVAILABLE, "c1.2VCPU-4GB", "zone-b") == 1);
+  assert_true(offering(&k, AVAILABLE, "c1.4VCPU-8GB", "zone-a") == 1);
+  /* Out of capacity (ICE) in zone-a. */
+  carp_fake_provider_set_ice(k.provider, "c1.2VCPU-4GB", "zone-a", 1);
+  assert_true(offering(&k, AVAILABLE, "c1.2VCPU-4GB", "zone-a") == 0);
+  /* Unavailable offerings keep their series (0), and their price. */
+  assert_int_equal(count_lines(&k, "\n" AVAILABLE "{"), 4);
+  assert_true(offering(&k, PRICE, "c1.2VCPU-4GB", "zone-a") == 0.25);
+
+  /* The pool is gone: so are the class's types and offerings. */
+  kit_delete(&k, "NodePool", "default");
+  assert_int_equal(count_lines(&k, "\nkarpenter_cloudprovider_instance_type"),
+                   0);
+  kit_close(&k);
+}
+
 /* A running pod on node with container limits and requests. */
 static void limited_pod(struct kit *k, const char *name, const char *node,
                         const char *owner_kind, const char *limits)
@@ -697,6 +762,7 @@ int main(void)
       cmocka_unit_test(test_status_conditions_per_kind),
       cmocka_unit_test(test_node_status_conditions),
       cmocka_unit_test(test_termination_metrics),
+      cmocka_unit_test(test_instance_type_offerings),
       cmocka_unit_test(test_node_limits),
       cmocka_unit_test(test_provisioning_pod_metrics),
   };
