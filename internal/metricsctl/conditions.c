@@ -1,6 +1,7 @@
-/* conditions.c: operatorpkg's status condition metrics (its status
- * controller), as Karpenter v1.14 configures it, for Carpenter's
- * NodePools, NodeClaims, ProxmoxNodeClasses and CapacityBuffers.
+/* conditions.c: operatorpkg's status condition and termination metrics
+ * (its status controller), as Karpenter v1.14 configures it, for
+ * Carpenter's NodePools, NodeClaims, Nodes, ProxmoxNodeClasses and
+ * CapacityBuffers.
  *
  * Each kind has its own families, operator_<kind>_status_condition_*
  * (<kind> lower case):
