@@ -5,6 +5,7 @@
  * pods.c streams karpenter_pods_state and observes the pod durations. */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "carpenter/alloc.h"
@@ -409,7 +410,14 @@ struct carp_metric *carp__mctl_stream_arg(struct carp_metricsctl *m,
                                    : CARP_METRIC_GAUGE;
   struct carp_metric *f = carp_metrics_stream(m->base.env.metrics, name, help,
                                               type, labels, cb, arg);
-  if (f && m->nstreams < CARP_ARRAY_LEN(m->streams))
+  if (f && m->nstreams == CARP_ARRAY_LEN(m->streams)) {
+    /* A stream not detached at close would be called after it: a table
+     * too small is a programming error, caught by any start. */
+    fprintf(stderr, "metricsctl: more than %zu stream families (%s)\n",
+            CARP_ARRAY_LEN(m->streams), name);
+    abort();
+  }
+  if (f)
     m->streams[m->nstreams++] = f;
   return f;
 }
