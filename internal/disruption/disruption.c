@@ -404,12 +404,9 @@ static void claim_event(struct carp_controller *c,
         carp_controller_enqueue(c, KEY);
         return;
       }
-  } else if (d->state == ST_WAITING && deleted) {
-    for (i = 0; i < d->cmd.n; i++)
-      if (!strcmp(d->cmd.c[i].claim, obj->name)) {
-        carp_controller_enqueue(c, KEY);
-        return;
-      }
+  } else if (deleted && d->state == ST_IDLE) {
+    /* A NodeClaim that is gone frees its budget. */
+    carp_controller_enqueue(c, KEY);
   }
 }
 

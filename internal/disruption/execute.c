@@ -4,7 +4,11 @@
  * its pods as needing a place from then on), its Node tainted
  * karpenter.sh/disrupted:NoSchedule, its NodeClaim given the
  * DisruptionReason condition and deleted; termination drains it through
- * the Eviction API. The next decision waits until they are gone.
+ * the Eviction API. The command is then done: the next decision does not
+ * wait for the drains, as Karpenter's orchestration queue does not. The
+ * marks keep the candidates out of it and count them against the budgets
+ * until their NodeClaims are gone, and its simulation places their pods
+ * first (simulate.c), so no later move takes the room they are going to.
  *
  * Replace: the replacement NodeClaim is created first and nothing else
  * happens until it is Initialized. Then the candidates' pods are simulated
@@ -155,17 +159,14 @@ static void cand_finished(struct carp_disruption *d)
       ok++;
   if (d->base.closing)
     return;
-  if (!ok) {
+  if (!ok)
     carp_metric_add(d->m_queue_failures,
                     CARP_VALUES(decision_name(d->cmd.decision),
                                 carp__dis_reason_label(d->cmd.reason),
                                 carp__dis_method_name(d->cmd.method)),
                     1);
-    carp__dis_cmd_free(d);
-    return;
-  }
-  d->state = ST_WAITING;
-  d->settled_ms = carp_controller_now(&d->base);
+  carp__dis_cmd_free(d);
+  carp_controller_enqueue(&d->base, "disruption");
 }
 
 static void on_claim_deleted(struct carp_controller *c, const char *key,
@@ -280,6 +281,7 @@ static void start_deletes(struct carp_disruption *d)
         "disruption", "disrupting nodeclaim(s) via delete",
         CARP_F_STR("reason", carp__dis_reason_name(d->cmd.reason)),
         CARP_F_STR("consolidation_type", carp__dis_method_name(d->cmd.method)),
+        CARP_F_STR("decision", decision_name(d->cmd.decision)),
         CARP_F_STR("nodeclaims", carp_buf_cstr(&names)),
         CARP_F_INT("count", (int64_t)n));
   carp_buf_free(&names);
@@ -515,7 +517,6 @@ static const char *replacements_up(struct carp_disruption *d, int64_t now)
 
 int carp__dis_progress(struct carp_disruption *d, int64_t now)
 {
-  struct carp_controller *c = &d->base;
   if (d->state == ST_LAUNCHING && !d->cmd.creating) {
     const char *why = replacements_up(d, now);
     if (!why) {
@@ -536,27 +537,6 @@ int carp__dis_progress(struct carp_disruption *d, int64_t now)
     }
     start_deletes(d);
     return 0;
-  }
-  if (d->state == ST_WAITING) {
-    size_t i;
-    int left = 0;
-    for (i = 0; i < d->cmd.n; i++) {
-      const struct carp_nodeclaim *nc;
-      if (d->cmd.c[i].state != C_DELETED)
-        continue;
-      nc = carp_cluster_nodeclaim(c->env.cluster, d->cmd.c[i].claim);
-      if (nc && !strcmp(nc->meta.uid, d->cmd.c[i].uid))
-        left = 1;
-    }
-    if (!left)
-      carp__dis_cmd_free(d);
-    else if (now - d->settled_ms >= (int64_t)d->o.command_timeout_ms) {
-      CARP_LOG_WARN("disruption",
-                    "previous command's nodeclaims still terminating; "
-                    "deciding again",
-                    CARP_F_DURATION("waited", now - d->settled_ms));
-      carp__dis_cmd_free(d);
-    }
   }
   return 0;
 }

@@ -502,6 +502,74 @@ static void test_expiration_exact(void **state)
   kit_close(&k);
 }
 
+/* ---- commands in a row ---- */
+
+static void test_next_command_while_previous_drains(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "
+            "30s, budgets: [{nodes: '100%'}]}");
+  kit_node(&k, "e1", "default", "c1.2VCPU-4GB");
+  kit_node(&k, "e2", "default", "c1.2VCPU-4GB");
+  kit_pod(&k, "default", "last", "e2", 500, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 40 * SEC);
+  kit_delete(&k, "Pod", "default/last"); /* e2 empty from t=40 */
+  kit_advance(&k, 6 * SEC);              /* e1: decided at 30, gone at 45 */
+  assert_true(deleting(&k, "e1"));
+  assert_false(deleting(&k, "e2"));
+  /* Nothing terminates e1 here: it stays deleting, its finalizer held.
+   * e2 is quiet from t=70, decided at the poll after (t=75) and carried
+   * out after the validation delay, without waiting for e1 to go. */
+  kit_advance(&k, 23 * SEC); /* t=69 */
+  assert_false(deleting(&k, "e2"));
+  kit_advance(&k, 5 * SEC + VALIDTN + 2 * SEC);
+  assert_true(deleting(&k, "e2"));
+  assert_true(deleting(&k, "e1"));
+  assert_int_equal(
+      kit_metric(&k, "karpenter_voluntary_disruption_decisions_total",
+                 CARP_VALUES("decision=\"delete\"", "reason=\"empty\"",
+                             "consolidation_type=\"empty\"")),
+      2);
+  kit_close(&k);
+}
+
+static void test_draining_pods_keep_their_room(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
+            " consolidateAfter: 30s, budgets: [{nodes: '100%'}]}");
+  kit_node(&k, "g", "default", "c1.4VCPU-8GB");
+  kit_node(&k, "a", "default", "c1.4VCPU-8GB");
+  kit_node(&k, "b", "default", "c1.4VCPU-8GB");
+  kit_pod(&k, "default", "pg", "g", 2500, RS_OWNER);
+  kit_pod(&k, "default", "pa", "a", 1000, RS_OWNER);
+  kit_pod(&k, "default", "pb", "b", 1000, RS_OWNER);
+  /* g is being deleted (its finalizer holds it) while its pod still runs:
+   * the pod will need 2.5 vCPUs on a or b. */
+  kit_delete(&k, "NodeClaim", "g");
+  kit_start(&k);
+  kit_advance(&k, 30 * SEC + VALIDTN + POLL);
+  /* Deleting a would fit a's pod on b but leave g's pod nowhere: a is
+   * replaced by a smaller node instead, and b keeps the room. */
+  assert_false(deleting(&k, "a"));
+  assert_false(deleting(&k, "b"));
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 1);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_voluntary_disruption_decisions_total",
+                 CARP_VALUES("decision=\"delete\"", "reason=\"underutilized\"",
+                             "consolidation_type=\"single\"")),
+      0);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_voluntary_disruption_decisions_total",
+                 CARP_VALUES("decision=\"replace\"", "reason=\"underutilized\"",
+                             "consolidation_type=\"single\"")),
+      1);
+  kit_close(&k);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -522,6 +590,8 @@ int main(void)
       cmocka_unit_test(test_balanced_rejects_a_poor_move),
       cmocka_unit_test(test_balanced_accepts_a_good_move),
       cmocka_unit_test(test_expiration_exact),
+      cmocka_unit_test(test_next_command_while_previous_drains),
+      cmocka_unit_test(test_draining_pods_keep_their_room),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
