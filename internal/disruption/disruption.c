@@ -372,7 +372,12 @@ static void reconcile(struct carp_controller *c, const char *key)
     } else if (validate(d, &a)) {
       carp__dis_execute(d);
     } else {
+      /* The cluster changed under it: ask again on the cluster as it is
+       * now, rather than a poll later. */
       carp__dis_cmd_free(d);
+      decide(d, &a, now);
+      if (d->state == ST_VALIDATING)
+        after = d->o.validation_delay_ms;
     }
   } else if (d->state == ST_IDLE && !rolled_back) {
     decide(d, &a, now);
@@ -404,8 +409,24 @@ static void claim_event(struct carp_controller *c,
         carp_controller_enqueue(c, KEY);
         return;
       }
-  } else if (deleted && d->state == ST_IDLE) {
-    /* A NodeClaim that is gone frees its budget. */
+  } else if (deleted && (d->state == ST_IDLE || d->state == ST_SETTLING)) {
+    /* A NodeClaim that is gone frees its budget, and may be the last of
+     * a command's. */
+    carp_controller_enqueue(c, KEY);
+  }
+}
+
+/* While a command's pods look for a place, each of their moves may be the
+ * last one (see execute.c). */
+static void pod_event(struct carp_controller *c, const struct carp_objmeta *old,
+                      const struct carp_objmeta *obj, int deleted)
+{
+  struct carp_disruption *d = DIS(c);
+  (void)old;
+  (void)obj;
+  (void)deleted;
+  if (d->state == ST_SETTLING) {
+    d->pod_event_ms = now_ms(d);
     carp_controller_enqueue(c, KEY);
   }
 }
@@ -547,8 +568,10 @@ int carp_disruption_new(const struct carp_controller_env *env,
   }
   if (env->metrics)
     register_metrics(d, env->metrics);
-  if (env->cluster)
+  if (env->cluster) {
     carp_controller_watch(&d->base, env->cluster->nodeclaims, claim_event);
+    carp_controller_watch(&d->base, env->cluster->pods, pod_event);
+  }
   *out = &d->base;
   return 0;
 }
