@@ -383,6 +383,10 @@ static void reconcile(struct carp_controller *c, const char *key)
     decide(d, &a, now);
     if (d->state == ST_VALIDATING)
       after = d->o.validation_delay_ms;
+    else if (a.next_quiet_ms > now && (uint64_t)(a.next_quiet_ms - now) < after)
+      /* A node's consolidateAfter ends before the next poll: look then,
+       * not up to a poll later. */
+      after = (uint64_t)(a.next_quiet_ms - now);
   }
   carp__dis_analysis_free(&a);
   if (after > d->o.poll_interval_ms)

@@ -588,8 +588,15 @@ int carp__dis_progress(struct carp_disruption *d, int64_t now)
     start_deletes(d);
     return 0;
   }
-  if (d->state == ST_SETTLING &&
-      (settled(d, now) || now - d->deleted_ms >= SETTLE_MAX_MS))
-    carp__dis_cmd_free(d);
+  if (d->state == ST_SETTLING) {
+    int done = settled(d, now);
+    if (done || now - d->deleted_ms >= SETTLE_MAX_MS) {
+      CARP_LOG_INFO("disruption",
+                    done ? "command settled: its pods have a place again"
+                         : "command still settling; deciding again",
+                    CARP_F_DURATION("waited", now - d->deleted_ms));
+      carp__dis_cmd_free(d);
+    }
+  }
   return 0;
 }

@@ -637,6 +637,26 @@ static void test_settle_wait_is_bounded(void **state)
   kit_close(&k);
 }
 
+static void test_decided_when_consolidate_after_ends(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "
+            "30s}");
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  kit_pod(&k, "default", "p", "n1", 100, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 3 * SEC);
+  kit_delete(&k, "Pod", "default/p");
+  /* Quiet at t=33, between two polls (30 and 40): decided at 33, not 40,
+   * and carried out at 48. */
+  kit_advance(&k, 44 * SEC); /* t=47 */
+  assert_false(deleting(&k, "n1"));
+  kit_advance(&k, 2 * SEC);
+  assert_true(deleting(&k, "n1"));
+  kit_close(&k);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -661,6 +681,7 @@ int main(void)
       cmocka_unit_test(test_draining_pods_keep_their_room),
       cmocka_unit_test(test_next_decision_waits_for_moved_pods),
       cmocka_unit_test(test_settle_wait_is_bounded),
+      cmocka_unit_test(test_decided_when_consolidate_after_ends),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
