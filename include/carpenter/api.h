@@ -119,7 +119,26 @@ struct carp_node {
   struct carp_resources allocatable;
   struct carp_node_condition ready;
   int unschedulable; /* spec.unschedulable (cordoned) */
+  /* Every condition (operatorpkg's Node metrics read them), compactly: the
+   * set of (type, status, reason) is interned, so nodes in the same state
+   * share it (keys the types, each value the status's first letter, T, F
+   * or U, then the reason); cond_ms holds the lastTransitionTimes in the
+   * set's order. Read them with carp_node_condition_at. */
+  const struct carp_kvset *conds;
+  int64_t *cond_ms;
 };
+
+/* One of a Node's conditions, as carp_node_condition_at gives it. */
+struct carp_node_cond {
+  const char *type;      /* interned */
+  const char *reason;    /* "" when none */
+  int status;            /* 1 True, 0 False, -1 Unknown */
+  int64_t transition_ms; /* 0 when none */
+};
+
+/* The Node's i-th condition (sorted by type); 0 past the last. */
+int carp_node_condition_at(const struct carp_node *n, size_t i,
+                           struct carp_node_cond *out);
 
 struct carp_pdb {
   struct carp_objmeta meta;

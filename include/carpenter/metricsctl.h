@@ -26,7 +26,13 @@
  *   karpenter_cluster_state_node_count, _synced, _unsynced_time_seconds
  *   operator_status_condition_count, _current_status_seconds,
  *       _transitions_total, _transition_seconds   operatorpkg's, for
- *       NodePools, NodeClaims and ProxmoxNodeClasses (conditions.c)
+ *       NodePools, NodeClaims, ProxmoxNodeClasses and CapacityBuffers,
+ *       and per kind operator_<kind>_status_condition_* (Nodes too)
+ *   operator_termination_*, operator_<kind>_termination_*   operatorpkg's
+ *       time terminating and termination duration (conditions.c)
+ *   karpenter_cloudprovider_instance_type_cpu_cores, _memory_bytes,
+ *       _offering_available, _offering_price_estimate   the instance
+ *       types of the NodeClasses in use, from env->provider (offerings.c)
  *
  * Gauges are streamed families (include/carpenter/metrics.h): computed at
  * scrape time from the informer caches, with no per-series memory and no

@@ -5,6 +5,7 @@
  * pods.c streams karpenter_pods_state and observes the pod durations. */
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "carpenter/alloc.h"
@@ -409,7 +410,14 @@ struct carp_metric *carp__mctl_stream_arg(struct carp_metricsctl *m,
                                    : CARP_METRIC_GAUGE;
   struct carp_metric *f = carp_metrics_stream(m->base.env.metrics, name, help,
                                               type, labels, cb, arg);
-  if (f && m->nstreams < CARP_ARRAY_LEN(m->streams))
+  if (f && m->nstreams == CARP_ARRAY_LEN(m->streams)) {
+    /* A stream not detached at close would be called after it: a table
+     * too small is a programming error, caught by any start. */
+    fprintf(stderr, "metricsctl: more than %zu stream families (%s)\n",
+            CARP_ARRAY_LEN(m->streams), name);
+    abort();
+  }
+  if (f)
     m->streams[m->nstreams++] = f;
   return f;
 }
@@ -535,6 +543,7 @@ static void metricsctl_free(struct carp_controller *c)
 {
   struct carp_metricsctl *m = MCTL(c);
   snap_clear(m);
+  carp__mctl_offerings_free(m);
   carp_map_free(&m->snap_index);
   CARP_FREE(&m->snap);
   carp_free(m);
@@ -574,6 +583,7 @@ int carp_metricsctl_new(const struct carp_controller_env *env,
   register_all(m);
   carp__mctl_conditions_register(m);
   carp__mctl_provisioning_register(m);
+  carp__mctl_offerings_register(m);
   carp_controller_watch(&m->base, env->cluster->pods, carp__mctl_pod_event);
   *out = &m->base;
   return 0;

@@ -44,29 +44,31 @@ struct carp_mctl_node {
 
 #define MCTL_CACHE       4096 /* node name cache slots */
 #define MCTL_OWNER_CACHE 1024 /* owner link cache slots */
-#define MCTL_COND_KINDS  4    /* kinds with status condition metrics */
+#define MCTL_COND_KINDS  5    /* kinds with status condition metrics */
 
 struct carp_metricsctl {
   struct carp_controller base;
   struct carp_cluster *cluster; /* base.env.cluster */
   struct carp_metricsctl_options o;
-  struct carp_metric *streams[40];
+  struct carp_metric *streams[64];
   struct carp_metric *m_cond_transitions; /* conditions.c */
   struct carp_metric *m_cond_durations;
+  struct carp_metric *m_term_durations;
   /* operatorpkg's per-kind families (conditions.c): each kind's counter,
    * histogram, and the argument of its streamed gauges. */
   struct carp_mctl_cond_kind {
     struct carp_metricsctl *m;
     int kind;
-    struct carp_metric *transitions, *durations;
+    struct carp_metric *transitions, *durations, *terminations;
   } cond_kinds[MCTL_COND_KINDS];
   size_t nstreams;
   struct carp_metric *m_startup;
   struct carp_metric *m_bound;
   struct carp_metric *m_prov_bound; /* provisioning.c */
   struct carp_metric *m_prov_startup;
-  int64_t unsynced_since_ms; /* monotonic; 0 while synced */
-  size_t pods_omitted;       /* pods without a series at the last scrape */
+  struct carp_mctl_offerings *offerings; /* offerings.c: the last scrape's */
+  int64_t unsynced_since_ms;             /* monotonic; 0 while synced */
+  size_t pods_omitted; /* pods without a series at the last scrape */
   /* the snapshot */
   uint64_t snap_scrape;
   struct carp_mctl_node *snap;
@@ -93,10 +95,14 @@ struct carp_metric *carp__mctl_stream_arg(struct carp_metricsctl *m,
                                           const char *name, const char *help,
                                           const char *const *labels,
                                           carp_metrics_stream_cb cb, void *arg);
-/* conditions.c: operatorpkg's status condition metrics; registers the
- * families and watches the NodePool, NodeClaim, ProxmoxNodeClass and
- * CapacityBuffer informers. */
+/* conditions.c: operatorpkg's status condition and termination metrics;
+ * registers the families and watches the NodePool, NodeClaim,
+ * ProxmoxNodeClass, CapacityBuffer and Node informers. */
 void carp__mctl_conditions_register(struct carp_metricsctl *m);
+/* offerings.c: karpenter_cloudprovider_instance_type_* (the provider's
+ * instance types of the NodeClasses in use, resolved once per scrape). */
+void carp__mctl_offerings_register(struct carp_metricsctl *m);
+void carp__mctl_offerings_free(struct carp_metricsctl *m);
 /* Builds the snapshot once per scrape (scrape 0: always). */
 void carp__mctl_snapshot(struct carp_metricsctl *m, uint64_t scrape);
 const struct carp_mctl_node *carp__mctl_node_of(struct carp_metricsctl *m,

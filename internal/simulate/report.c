@@ -213,16 +213,21 @@ static void consolidation_text(const struct carp_simulation *s,
                     action_name(s->decision), n, n == 1 ? "" : "s");
     if (!strcmp(s->method, "empty"))
       carp_buf_puts(b, "emptiness");
+    else if (!strcmp(s->method, "drift"))
+      carp_buf_puts(b, "drift");
     else
       carp_buf_printf(b, "%s-node consolidation, %s", s->method, s->reason);
     carp_buf_puts(b, "), saving ");
     price_text(p, sizeof(p), s->savings);
     carp_buf_printf(b, "%s/h\n", p);
-    if (s->decision == SIM_REPLACE) {
-      price_text(p, sizeof(p), s->repl_price);
-      carp_buf_printf(b, "  replacement: nodepool %s, %s/h, options ",
-                      s->repl_pool, p);
-      list_text(b, s->repl_types, s->nrepl_types, ",");
+    if (s->decision == SIM_REPLACE && s->nrepls > 1)
+      carp_buf_printf(b, "  %zu replacements:\n", s->nrepls);
+    for (i = 0; s->decision == SIM_REPLACE && i < s->nrepls; i++) {
+      price_text(p, sizeof(p), s->repls[i].price);
+      carp_buf_printf(b, "  %s nodepool %s, %s/h, options ",
+                      s->nrepls > 1 ? "  -" : "replacement:", s->repls[i].pool,
+                      p);
+      list_text(b, s->repls[i].types, s->repls[i].ntypes, ",");
       carp_buf_putc(b, '\n');
     }
   }
@@ -370,6 +375,15 @@ static void provisioning_json(const struct carp_simulation *s,
   carp_jw_obj_end(w);
 }
 
+static void repl_json(struct carp_jw *w, const struct sim_repl *r)
+{
+  carp_jw_obj(w);
+  carp_jw_kstr(w, "nodePool", r->pool);
+  jstrs(w, "instanceTypes", r->types, r->ntypes);
+  jnum(w, "price", r->price);
+  carp_jw_obj_end(w);
+}
+
 static void consolidation_json(const struct carp_simulation *s,
                                struct carp_jw *w)
 {
@@ -381,16 +395,18 @@ static void consolidation_json(const struct carp_simulation *s,
   jopt(w, "reason", s->reason);
   jopt(w, "why", s->decision == SIM_KEEP ? s->decision_why : NULL);
   jnum(w, "savings", s->savings);
+  /* replacement: the first (kept for scripts written when there was only
+   * one); replacements: every one. */
   carp_jw_key(w, "replacement");
-  if (s->decision == SIM_REPLACE) {
-    carp_jw_obj(w);
-    carp_jw_kstr(w, "nodePool", s->repl_pool);
-    jstrs(w, "instanceTypes", s->repl_types, s->nrepl_types);
-    jnum(w, "price", s->repl_price);
-    carp_jw_obj_end(w);
-  } else {
+  if (s->decision == SIM_REPLACE && s->nrepls)
+    repl_json(w, &s->repls[0]);
+  else
     carp_jw_null(w);
-  }
+  carp_jw_key(w, "replacements");
+  carp_jw_arr(w);
+  for (i = 0; s->decision == SIM_REPLACE && i < s->nrepls; i++)
+    repl_json(w, &s->repls[i]);
+  carp_jw_arr_end(w);
   carp_jw_key(w, "nodes");
   carp_jw_arr(w);
   for (i = 0; i < s->nnodes; i++) {

@@ -360,9 +360,19 @@ static void record_command(struct carp_simulation *s,
   s->decision = cmd->plan.decision == DIS_REPLACE ? SIM_REPLACE : SIM_DELETE;
   s->savings = cmd->savings;
   if (cmd->plan.decision == DIS_REPLACE) {
-    s->repl_pool = carp_strdup(cmd->plan.repl.nodepool);
-    s->repl_types = split_names(cmd->plan.repl.types, &s->nrepl_types);
-    s->repl_price = cmd->plan.repl.price;
+    /* A static pool's drift launches its one body once per candidate;
+     * otherwise repl, then the further ones drift needs. */
+    size_t n = cmd->plan.repl.in_place ? cmd->ncands : 1 + cmd->plan.nmore;
+    s->repls = carp_calloc(n, sizeof(*s->repls));
+    for (i = 0; i < n; i++) {
+      const struct dis_replacement *r = cmd->plan.repl.in_place || !i
+                                            ? &cmd->plan.repl
+                                            : &cmd->plan.more[i - 1];
+      s->repls[i].pool = carp_strdup(r->nodepool);
+      s->repls[i].types = split_names(r->types, &s->repls[i].ntypes);
+      s->repls[i].price = r->price;
+    }
+    s->nrepls = n;
   }
   for (i = 0; i < cmd->ncands; i++) {
     const struct dis_cand *cd = &a->cands[cmd->cands[i]];
@@ -386,8 +396,9 @@ static void record_command(struct carp_simulation *s,
                "%s-node consolidation: its %zu pod%s move to one cheaper "
                "NodeClaim (%s, %.4g/h)",
                cmd->method == DIS_MULTI ? "multi" : "single", cd->npods,
-               plural(cd->npods), s->repl_types ? s->repl_types[0] : "?",
-               s->repl_price);
+               plural(cd->npods),
+               s->nrepls && s->repls[0].ntypes ? s->repls[0].types[0] : "?",
+               s->nrepls ? s->repls[0].price : -1.0);
   }
 }
 

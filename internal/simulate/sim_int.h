@@ -178,6 +178,14 @@ struct sim_node {
   char why[320];
 };
 
+/* One NodeClaim a replace command would launch. */
+struct sim_repl {
+  char *pool;
+  char **types; /* its options, cheapest first */
+  size_t ntypes;
+  double price; /* of its cheapest option */
+};
+
 struct carp_simulation {
   uv_loop_t loop;
   struct carp_kube *kube;
@@ -203,10 +211,10 @@ struct carp_simulation {
   const char *reason; /* Empty, Underutilized */
   enum sim_action decision;
   char decision_why[320];
-  char *repl_pool; /* DIS_REPLACE */
-  char **repl_types;
-  size_t nrepl_types;
-  double repl_price;
+  /* SIM_REPLACE: every NodeClaim launched (drift launches as many as its
+   * pods need; consolidation one). */
+  struct sim_repl *repls;
+  size_t nrepls;
   double savings;
   struct sim_node *nodes;
   size_t nnodes;

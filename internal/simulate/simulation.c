@@ -42,8 +42,11 @@ static void results_free(struct carp_simulation *s)
     carp_free(s->unplaced[i].message);
   }
   carp_free(s->unplaced);
-  carp_free(s->repl_pool);
-  strv_free(s->repl_types, s->nrepl_types);
+  for (i = 0; i < s->nrepls; i++) {
+    carp_free(s->repls[i].pool);
+    strv_free(s->repls[i].types, s->repls[i].ntypes);
+  }
+  carp_free(s->repls);
   carp_free(s->nodes);
 }
 

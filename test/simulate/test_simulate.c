@@ -498,11 +498,12 @@ static void condition(char *out, size_t size, const char *type)
            type, type);
 }
 
-/* A launched, initialized NodeClaim and its Node of type c1.<cpu>VCPU. */
-static void node(struct carp_buf *b, const char *name, int cpu,
-                 const char *zone)
+/* A launched, initialized NodeClaim and its Node of type c1.<cpu>VCPU;
+ * marked Drifted when drifted. */
+static void node_as(struct carp_buf *b, const char *name, int cpu,
+                    const char *zone, int drifted)
 {
-  char labels[512], c1[256], c2[256], c3[256];
+  char labels[512], c1[256], c2[256], c3[320];
   snprintf(labels, sizeof(labels),
            "\"karpenter.sh/nodepool\":\"default\","
            "\"node.kubernetes.io/instance-type\":\"c1.%dVCPU-%dGB\","
@@ -514,6 +515,11 @@ static void node(struct carp_buf *b, const char *name, int cpu,
   condition(c1, sizeof(c1), "Launched");
   condition(c2, sizeof(c2), "Registered");
   condition(c3, sizeof(c3), "Initialized");
+  if (drifted) {
+    size_t len = strlen(c3);
+    c3[len] = ',';
+    condition(c3 + len + 1, sizeof(c3) - len - 1, "Drifted");
+  }
   carp_buf_printf(
       b,
       ",{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodeClaim\","
@@ -535,6 +541,12 @@ static void node(struct carp_buf *b, const char *name, int cpu,
                   "\"%dGi\",\"pods\":\"110\"},\"conditions\":[{\"type\":"
                   "\"Ready\",\"status\":\"True\"}]}}",
                   name, name, labels, name + 1, cpu, cpu * 2, cpu, cpu * 2);
+}
+
+static void node(struct carp_buf *b, const char *name, int cpu,
+                 const char *zone)
+{
+  node_as(b, name, cpu, zone, 0);
 }
 
 static void pod(struct carp_buf *b, const char *name, const char *node_name,
@@ -648,6 +660,77 @@ static void test_simulation(void **state)
     carp_simulation_free(s);
   }
   carp_buf_free(&b);
+}
+
+/* A drifted node whose pods need two of the pool's (now smaller) nodes:
+ * the command replaces it with both, and the reports say so. */
+static void test_drift_replacements(void **state)
+{
+  const char *dir = *state;
+  struct carp_simulation *s = NULL;
+  struct carp_buf b, report;
+  char path[512], *err = NULL;
+  const char *paths[1];
+  const char *at_text;
+  carp_buf_init(&b, CARP_BUF_UNLIMITED);
+  carp_buf_printf(&b, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[%s,",
+                  CLASS);
+  carp_buf_puts(
+      &b,
+      "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\","
+      "\"metadata\":{\"name\":\"default\",\"uid\":\"p-default\"},\"spec\":{"
+      "\"template\":{\"spec\":{\"nodeClassRef\":{\"group\":\"carpenter.dev\","
+      "\"kind\":\"ProxmoxNodeClass\",\"name\":\"default\"},"
+      "\"requirements\":[{\"key\":\"node.kubernetes.io/instance-type\","
+      "\"operator\":\"In\",\"values\":[\"c1.2VCPU-4GB\"]}]}},"
+      "\"disruption\":{\"consolidationPolicy\":\"WhenEmpty\","
+      "\"consolidateAfter\":\"30s\"}},\"status\":{\"conditions\":[{"
+      "\"type\":\"Ready\",\"status\":\"True\",\"reason\":\"Ready\","
+      "\"message\":\"\",\"lastTransitionTime\":\"2026-01-01T00:00:00Z\"}]}}");
+  node_as(&b, "n1", 4, "h1", 1);
+  pod(&b, "a1", "n1", "1200m", "");
+  pod(&b, "a2", "n1", "1200m", "");
+  carp_buf_puts(&b, "]}");
+  write_file(dir, "drift.json", b.ptr, path, sizeof(path));
+  paths[0] = path;
+  assert_int_equal(carp_simulation_load(paths, 1, NULL, 0, &s, &err), 0);
+  assert_int_equal(carp_simulation_run(s, at("2026-01-01T01:00:00Z")), 0);
+  assert_int_equal(s->decision, SIM_REPLACE);
+  assert_string_equal(s->method, "drift");
+  assert_int_equal(s->nrepls, 2);
+  assert_string_equal(s->repls[0].types[0], "c1.2VCPU-4GB");
+  assert_string_equal(s->repls[1].types[0], "c1.2VCPU-4GB");
+
+  carp_buf_init(&report, CARP_BUF_UNLIMITED);
+  carp_simulation_report_text(s, &report);
+  assert_non_null(strstr(report.ptr, "Consolidation: replace 1 NodeClaim "
+                                     "(drift), saving 0.0000/h\n"));
+  at_text = strstr(report.ptr, "  2 replacements:\n");
+  assert_non_null(at_text);
+  at_text = strstr(at_text, "    - nodepool default, 0.0760/h, options "
+                            "c1.2VCPU-4GB\n");
+  assert_non_null(at_text);
+  assert_non_null(strstr(at_text + 1, "    - nodepool default, 0.0760/h, "
+                                      "options c1.2VCPU-4GB\n"));
+  carp_buf_reset(&report);
+  carp_simulation_report_json(s, &report);
+  {
+    yajl_val root = yajl_tree_parse(report.ptr, NULL, 0);
+    const char *rp[] = {"consolidation", "replacements", NULL};
+    const char *first[] = {"consolidation", "replacement", "nodePool", NULL};
+    yajl_val v;
+    assert_non_null(root);
+    v = yajl_tree_get(root, rp, yajl_t_array);
+    assert_non_null(v);
+    assert_int_equal(v->u.array.len, 2);
+    v = yajl_tree_get(root, first, yajl_t_string);
+    assert_non_null(v);
+    assert_string_equal(v->u.string, "default");
+    yajl_tree_free(root);
+  }
+  carp_buf_free(&report);
+  carp_buf_free(&b);
+  carp_simulation_free(s);
 }
 
 struct bad {
@@ -768,6 +851,9 @@ int main(void)
       cmocka_unit_test(test_threaded_errors),
       cmocka_unit_test(test_offline_provider),
       cmocka_unit_test_setup_teardown(test_simulation, carp_test_tmpdir_setup,
+                                      carp_test_tmpdir_teardown),
+      cmocka_unit_test_setup_teardown(test_drift_replacements,
+                                      carp_test_tmpdir_setup,
                                       carp_test_tmpdir_teardown),
       cmocka_unit_test_setup_teardown(test_bad_snapshots,
                                       carp_test_tmpdir_setup,

@@ -7,7 +7,9 @@
  * operatorpkg's operator_status_condition_* (a
  * series per object and condition, transitions counted and timed), and
  * the pod metrics that count from the provisioner's decisions
- * (karpenter_pods_provisioning_*), with karpenter_pods_unstarted_time_seconds.
+ * (karpenter_pods_provisioning_*), with karpenter_pods_unstarted_time_seconds,
+ * operatorpkg's families for Nodes (every condition) and its termination
+ * metrics.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -357,6 +359,242 @@ static void test_status_conditions_per_kind(void **state)
   kit_close(&k);
 }
 
+/* A Node with the labels Karpenter's Node families read, Ready and free
+ * of memory pressure since now (a finalizer keeps it while it terminates). */
+static void labelled_node(struct kit *k, const char *name)
+{
+  char ts[CARP_RFC3339_LEN];
+  carp_time_format_rfc3339(carp_clock_wall_ms(k->clock), 0, ts);
+  kit_apply(k,
+            "{apiVersion: v1, kind: Node, metadata: {name: %s,"
+            " labels: {karpenter.sh/nodepool: default,"
+            " carpenter.dev/proxmoxnodeclass: default,"
+            " karpenter.sh/initialized: 'true'},"
+            " finalizers: [karpenter.sh/termination]},"
+            " status: {conditions: ["
+            " {type: Ready, status: 'True', reason: KubeletReady,"
+            "  lastTransitionTime: '%s', lastHeartbeatTime: '%s'},"
+            " {type: MemoryPressure, status: 'False',"
+            "  reason: KubeletHasSufficientMemory, lastTransitionTime: '%s'},"
+            " {type: PIDPressure, status: 'False'}]}}",
+            name, ts, ts, ts);
+}
+
+#define NODE_LABELS_W1                                                         \
+  "carpenter_dev_proxmoxnodeclass=\"default\",karpenter_sh_nodepool="          \
+  "\"default\",karpenter_sh_initialized=\"true\"}"
+
+/* operatorpkg's status controller for Nodes, as Karpenter v1.14 runs it:
+ * every condition of the Node (not only Ready), the NodeClass, NodePool and
+ * initialized labels, the exponential buckets, and no kind-independent
+ * copy. Nodes in the same state share their cached condition set. */
+static void test_node_status_conditions(void **state)
+{
+  struct kit k;
+  char ts[CARP_RFC3339_LEN];
+  const struct carp_node *a, *b;
+  (void)state;
+  started_with_pool(&k);
+  labelled_node(&k, "w1");
+  labelled_node(&k, "w2");
+  assert_true(
+      kit_metric(
+          &k, "operator_node_status_condition_count",
+          CARP_VALUES(
+              "{namespace=\"\",name=\"w1\","
+              "type=\"MemoryPressure\",status=\"False\","
+              "reason=\"KubeletHasSufficientMemory\"," NODE_LABELS_W1)) == 1);
+  assert_true(kit_metric(&k, "operator_node_status_condition_count",
+                         CARP_VALUES("{namespace=\"\",name=\"w1\","
+                                     "type=\"PIDPressure\",status=\"False\","
+                                     "reason=\"\",")) == 1);
+  assert_int_equal(count_lines(&k, "\noperator_node_status_condition_count{"),
+                   6);
+  assert_int_equal(count_lines(&k, "kind=\"Node\""), 0);
+  /* Created while leading: each condition is a transition. */
+  assert_true(
+      kit_metric(&k, "operator_node_status_condition_transitions_total",
+                 CARP_VALUES("{type=\"Ready\",status=\"True\","
+                             "reason=\"KubeletReady\"," NODE_LABELS_W1)) == 2);
+  a = (const struct carp_node *)carp_store_get(
+      carp_informer_store(k.cluster->nodes), "w1");
+  b = (const struct carp_node *)carp_store_get(
+      carp_informer_store(k.cluster->nodes), "w2");
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_ptr_equal(a->conds, b->conds);
+
+  kit_advance(&k, 45 * SEC);
+  assert_true(
+      kit_metric(&k, "operator_node_status_condition_current_status_seconds",
+                 CARP_VALUES("name=\"w1\"", "type=\"MemoryPressure\"")) == 45);
+  /* A condition without lastTransitionTime has no such series. */
+  assert_int_equal(
+      count_lines(&k, "operator_node_status_condition_current_status_seconds{"
+                      "namespace=\"\",name=\"w1\",type=\"PIDPressure\""),
+      0);
+  /* Memory pressure on w1: counted, the 45 s without it observed. */
+  carp_time_format_rfc3339(carp_clock_wall_ms(k.clock), 0, ts);
+  kit_patch(&k, "Node", "w1",
+            "{status: {conditions: ["
+            " {type: Ready, status: 'True', reason: KubeletReady,"
+            "  lastTransitionTime: '2026-01-01T00:00:00Z'},"
+            " {type: MemoryPressure, status: 'True',"
+            "  reason: KubeletHasInsufficientMemory, lastTransitionTime: '%s'},"
+            " {type: PIDPressure, status: 'False'}]}}",
+            ts);
+  assert_true(
+      kit_metric(&k, "operator_node_status_condition_transitions_total",
+                 CARP_VALUES("{type=\"MemoryPressure\",status=\"True\","
+                             "reason=\"KubeletHasInsufficientMemory\",")) == 1);
+  assert_true(
+      kit_metric(
+          &k, "operator_node_status_condition_transition_seconds_sum",
+          CARP_VALUES(
+              "{type=\"MemoryPressure\",status=\"False\"," NODE_LABELS_W1)) ==
+      45);
+  assert_int_equal(count_lines(&k, "operator_node_status_condition_"
+                                   "transition_seconds_bucket{"),
+                   16); /* 0.5 ... 8192 and +Inf */
+  assert_true(kit_metric(&k, "operator_node_status_condition_count",
+                         CARP_VALUES("name=\"w1\"", "type=\"MemoryPressure\"",
+                                     "status=\"True\"")) == 1);
+  assert_int_equal(
+      count_lines(&k, "\noperator_node_status_condition_count{namespace=\"\","
+                      "name=\"w1\",type=\"MemoryPressure\",status=\"False\""),
+      0);
+  assert_ptr_not_equal(((const struct carp_node *)carp_store_get(
+                            carp_informer_store(k.cluster->nodes), "w1"))
+                           ->conds,
+                       b->conds);
+  /* Gone: no series left. */
+  kit_patch(&k, "Node", "w2", "{metadata: {finalizers: []}}");
+  kit_delete(&k, "Node", "w2");
+  assert_int_equal(count_lines(&k, "name=\"w2\""), 0);
+  kit_close(&k);
+}
+
+/* operatorpkg's termination metrics: the time each terminating object has
+ * been terminating, and once it is gone how long that took, per kind (the
+ * kind's labels and buckets) and, for the kinds Karpenter emits them for,
+ * in the kind-independent families. */
+static void test_termination_metrics(void **state)
+{
+  struct kit k;
+  (void)state;
+  started_with_pool(&k);
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  labelled_node(&k, "w1");
+  assert_int_equal(count_lines(&k, "termination_current_time_seconds{"), 0);
+  kit_delete(&k, "NodeClaim", "n1");
+  kit_delete(&k, "Node", "w1");
+  kit_advance(&k, 20 * SEC);
+  assert_true(
+      kit_metric(&k, "operator_nodeclaim_termination_current_time_seconds",
+                 CARP_VALUES("{namespace=\"\",name=\"n1\","
+                             "carpenter_dev_proxmoxnodeclass=\"\","
+                             "karpenter_sh_nodepool=\"default\"}")) == 20);
+  assert_true(kit_metric(&k, "operator_termination_current_time_seconds",
+                         CARP_VALUES("{namespace=\"\",name=\"n1\","
+                                     "group=\"karpenter.sh\","
+                                     "kind=\"NodeClaim\"}")) == 20);
+  assert_true(
+      kit_metric(&k, "operator_node_termination_current_time_seconds",
+                 CARP_VALUES("{namespace=\"\",name=\"w1\"," NODE_LABELS_W1)) ==
+      20);
+  /* Nodes have no kind-independent copy. */
+  assert_int_equal(count_lines(&k, "kind=\"Node\""), 0);
+
+  kit_advance(&k, 10 * SEC);
+  kit_patch(&k, "NodeClaim", "n1", "{metadata: {finalizers: []}}");
+  kit_patch(&k, "Node", "w1", "{metadata: {finalizers: []}}");
+  assert_false(kit_exists(&k, "Node", "w1"));
+  assert_int_equal(count_lines(&k, "termination_current_time_seconds{"), 0);
+  assert_true(
+      kit_metric(&k, "operator_nodeclaim_termination_duration_seconds_sum",
+                 CARP_VALUES("karpenter_sh_nodepool=\"default\"")) == 30);
+  assert_true(kit_metric(&k, "operator_node_termination_duration_seconds_sum",
+                         CARP_VALUES("{" NODE_LABELS_W1)) == 30);
+  assert_true(kit_metric(&k,
+                         "operator_node_termination_duration_seconds_bucket",
+                         CARP_VALUES("le=\"16\"")) == 0);
+  assert_true(kit_metric(&k,
+                         "operator_node_termination_duration_seconds_bucket",
+                         CARP_VALUES("le=\"32\"")) == 1);
+  assert_true(kit_metric(&k, "operator_termination_duration_seconds_count",
+                         CARP_VALUES("kind=\"NodeClaim\"")) == 1);
+  assert_int_equal(count_lines(&k, "\noperator_termination_duration_seconds_"
+                                   "bucket{group=\"karpenter.sh\","
+                                   "kind=\"NodeClaim\""),
+                   12); /* Prometheus's defaults */
+  kit_close(&k);
+}
+
+static double offering(struct kit *k, const char *name, const char *type,
+                       const char *zone)
+{
+  char want[256];
+  snprintf(want, sizeof(want),
+           "{instance_type=\"%s\",capacity_type=\"on-demand\",zone=\"%s\"}",
+           type, zone);
+  return kit_metric(k, name, CARP_VALUES(want));
+}
+
+#define AVAILABLE "karpenter_cloudprovider_instance_type_offering_available"
+#define PRICE     "karpenter_cloudprovider_instance_type_offering_price_estimate"
+
+/* The AWS provider's instance type gauges, for the grid of the NodeClass a
+ * NodePool uses: each type's vCPUs and memory, and per host (zone) whether
+ * it can take the type now and at what price; nothing left of a type no
+ * pool uses any more. */
+static void test_instance_type_offerings(void **state)
+{
+  static const char *const zones[] = {"zone-a", "zone-b", NULL};
+  struct carp_fake_provider_options po = {
+      .types = types, .ntypes = 2, .zones = zones};
+  struct kit_options ko = {.provider = &po};
+  struct carp_controller *c = NULL;
+  struct kit k;
+  (void)state;
+  kit_init(&k, &ko);
+  assert_int_equal(carp_metricsctl_new(&k.env, NULL, &c), 0);
+  kit_add(&k, c);
+  kit_nodeclass(&k, "default");
+  kit_start(&k);
+  /* No NodePool uses the class yet. */
+  assert_int_equal(count_lines(&k, "\nkarpenter_cloudprovider_instance_type"),
+                   0);
+  kit_nodepool(&k, "default", "");
+  assert_true(kit_metric(&k, "karpenter_cloudprovider_instance_type_cpu_cores",
+                         CARP_VALUES("{instance_type=\"c1.4VCPU-8GB\"}")) == 4);
+  assert_true(kit_metric(&k,
+                         "karpenter_cloudprovider_instance_type_memory_bytes",
+                         CARP_VALUES("{instance_type=\"c1.2VCPU-4GB\"}")) ==
+              (double)(4 * GIB));
+  assert_true(offering(&k, AVAILABLE, "c1.4VCPU-8GB", "zone-b") == 1);
+  assert_true(offering(&k, PRICE, "c1.4VCPU-8GB", "zone-b") == 0.5);
+  assert_true(offering(&k, PRICE, "c1.2VCPU-4GB", "zone-a") == 0.25);
+  assert_int_equal(count_lines(&k, "\n" AVAILABLE "{"), 4);
+
+  /* zone-b has 3 vCPUs left: the 4-vCPU type no longer fits there. */
+  carp_fake_provider_set_capacity(k.provider, "zone-b", 3, 64 * GIB);
+  assert_true(offering(&k, AVAILABLE, "c1.4VCPU-8GB", "zone-b") == 0);
+  assert_true(offering(&k, AVAILABLE, "c1.2VCPU-4GB", "zone-b") == 1);
+  assert_true(offering(&k, AVAILABLE, "c1.4VCPU-8GB", "zone-a") == 1);
+  /* Out of capacity (ICE) in zone-a. */
+  carp_fake_provider_set_ice(k.provider, "c1.2VCPU-4GB", "zone-a", 1);
+  assert_true(offering(&k, AVAILABLE, "c1.2VCPU-4GB", "zone-a") == 0);
+  /* Unavailable offerings keep their series (0), and their price. */
+  assert_int_equal(count_lines(&k, "\n" AVAILABLE "{"), 4);
+  assert_true(offering(&k, PRICE, "c1.2VCPU-4GB", "zone-a") == 0.25);
+
+  /* The pool is gone: so are the class's types and offerings. */
+  kit_delete(&k, "NodePool", "default");
+  assert_int_equal(count_lines(&k, "\nkarpenter_cloudprovider_instance_type"),
+                   0);
+  kit_close(&k);
+}
+
 /* A running pod on node with container limits and requests. */
 static void limited_pod(struct kit *k, const char *name, const char *node,
                         const char *owner_kind, const char *limits)
@@ -522,6 +760,9 @@ int main(void)
       cmocka_unit_test(test_nodepool_cost),
       cmocka_unit_test(test_status_conditions),
       cmocka_unit_test(test_status_conditions_per_kind),
+      cmocka_unit_test(test_node_status_conditions),
+      cmocka_unit_test(test_termination_metrics),
+      cmocka_unit_test(test_instance_type_offerings),
       cmocka_unit_test(test_node_limits),
       cmocka_unit_test(test_provisioning_pod_metrics),
   };
