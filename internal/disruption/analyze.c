@@ -291,11 +291,16 @@ void carp__dis_analyze(const struct carp_cluster *c,
         p->disruption += cand.disruption;
       }
       why = carp__dis_blocked(c, nc, node, p->np, now_ms, &resched, why_buf);
-      cand.consolidatable =
-          !p->np->has_replicas &&
-          p->np->consolidate_after_ms != CARP_DURATION_NEVER &&
-          now_ms - carp__dis_since(c, nc, node, active_since_ms) >=
-              p->np->consolidate_after_ms;
+      cand.consolidatable = 0;
+      if (!p->np->has_replicas &&
+          p->np->consolidate_after_ms != CARP_DURATION_NEVER) {
+        int64_t quiet = carp__dis_since(c, nc, node, active_since_ms) +
+                        p->np->consolidate_after_ms;
+        cand.consolidatable = now_ms >= quiet;
+        if (!cand.consolidatable && !why &&
+            (!out->next_quiet_ms || quiet < out->next_quiet_ms))
+          out->next_quiet_ms = quiet;
+      }
       drift = carp_conditions_get(&nc->status.conditions, CARP_COND_DRIFTED);
       /* Static pools too: drift is how their nodes follow the template
        * (consolidation never takes them). */

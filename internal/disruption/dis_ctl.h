@@ -13,7 +13,7 @@ enum dis_state {
   ST_VALIDATING, /* waiting out the validation delay */
   ST_LAUNCHING,  /* the replacements are being created or initialized */
   ST_EXECUTING,  /* taints and deletes in flight */
-  ST_WAITING,    /* the candidates are being terminated */
+  ST_SETTLING,   /* deleted: waiting for their pods to find a place */
 };
 
 enum cand_state { C_CHOSEN = 0, C_RUNNING, C_DELETED, C_FAILED };
@@ -62,7 +62,8 @@ struct carp_disruption {
   enum dis_state state;
   struct dis_cmd cmd;
   size_t running;           /* candidate writes in flight */
-  int64_t settled_ms;       /* WAITING since */
+  int64_t deleted_ms;       /* SETTLING since (wall) */
+  int64_t pod_event_ms;     /* the last pod event while SETTLING */
   struct carp_map blocked;  /* nodepool (copy) -> last DisruptionBlocked */
   struct carp_map unconsol; /* nodeclaim (copy) -> last Unconsolidatable */
   struct carp_metric *m_disrupted;
@@ -88,8 +89,9 @@ struct carp_disruption {
  * deletes the candidates. */
 void carp__dis_execute(struct carp_disruption *d);
 /* Moves a command along from the poll: a replacement initialized, failed
- * or late; candidates gone. Returns 1 when it rolled a command back: the
- * caches do not show that yet, so nothing new is decided in this poll. */
+ * or late; the candidates' pods settled. Returns 1 when it rolled a command
+ * back: the caches do not show that yet, so nothing new is decided in this
+ * poll. */
 int carp__dis_progress(struct carp_disruption *d, int64_t now);
 void carp__dis_cmd_free(struct carp_disruption *d);
 /* "empty", "underutilized", "drifted" (metric labels); "Empty", ... */

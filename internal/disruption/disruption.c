@@ -372,12 +372,21 @@ static void reconcile(struct carp_controller *c, const char *key)
     } else if (validate(d, &a)) {
       carp__dis_execute(d);
     } else {
+      /* The cluster changed under it: ask again on the cluster as it is
+       * now, rather than a poll later. */
       carp__dis_cmd_free(d);
+      decide(d, &a, now);
+      if (d->state == ST_VALIDATING)
+        after = d->o.validation_delay_ms;
     }
   } else if (d->state == ST_IDLE && !rolled_back) {
     decide(d, &a, now);
     if (d->state == ST_VALIDATING)
       after = d->o.validation_delay_ms;
+    else if (a.next_quiet_ms > now && (uint64_t)(a.next_quiet_ms - now) < after)
+      /* A node's consolidateAfter ends before the next poll: look then,
+       * not up to a poll later. */
+      after = (uint64_t)(a.next_quiet_ms - now);
   }
   carp__dis_analysis_free(&a);
   if (after > d->o.poll_interval_ms)
@@ -404,12 +413,25 @@ static void claim_event(struct carp_controller *c,
         carp_controller_enqueue(c, KEY);
         return;
       }
-  } else if (d->state == ST_WAITING && deleted) {
-    for (i = 0; i < d->cmd.n; i++)
-      if (!strcmp(d->cmd.c[i].claim, obj->name)) {
-        carp_controller_enqueue(c, KEY);
-        return;
-      }
+  } else if (deleted && (d->state == ST_IDLE || d->state == ST_SETTLING)) {
+    /* A NodeClaim that is gone frees its budget, and may be the last of
+     * a command's. */
+    carp_controller_enqueue(c, KEY);
+  }
+}
+
+/* While a command's pods look for a place, each of their moves may be the
+ * last one (see execute.c). */
+static void pod_event(struct carp_controller *c, const struct carp_objmeta *old,
+                      const struct carp_objmeta *obj, int deleted)
+{
+  struct carp_disruption *d = DIS(c);
+  (void)old;
+  (void)obj;
+  (void)deleted;
+  if (d->state == ST_SETTLING) {
+    d->pod_event_ms = now_ms(d);
+    carp_controller_enqueue(c, KEY);
   }
 }
 
@@ -550,8 +572,10 @@ int carp_disruption_new(const struct carp_controller_env *env,
   }
   if (env->metrics)
     register_metrics(d, env->metrics);
-  if (env->cluster)
+  if (env->cluster) {
     carp_controller_watch(&d->base, env->cluster->nodeclaims, claim_event);
+    carp_controller_watch(&d->base, env->cluster->pods, pod_event);
+  }
   *out = &d->base;
   return 0;
 }

@@ -80,6 +80,9 @@ struct dis_analysis {
   size_t ncands;
   struct dis_blocked *blocked; /* consolidatable in time but blocked */
   size_t nblocked;
+  /* When the next NodeClaim that could be a consolidation candidate has
+   * been quiet for its pool's consolidateAfter; 0: none is waiting. */
+  int64_t next_quiet_ms;
 };
 
 /* Whether a NodeClaim is Carpenter's (a ProxmoxNodeClass). */

@@ -4,7 +4,20 @@
  * its pods as needing a place from then on), its Node tainted
  * karpenter.sh/disrupted:NoSchedule, its NodeClaim given the
  * DisruptionReason condition and deleted; termination drains it through
- * the Eviction API. The next decision waits until they are gone.
+ * the Eviction API. The next decision waits until their pods have found
+ * a place again: none still runs on a candidate (evicted ones are
+ * terminating), no pod created since the deletes is pending, and no pod
+ * has changed for SETTLE_QUIET_MS (an evicted pod's replacement is
+ * created a moment after the eviction, not with it). A
+ * decision taken while they move is taken on a cluster about to change:
+ * the kube-scheduler places them as it likes, and the nodes they land on
+ * start their consolidateAfter again, so its validation would mostly
+ * fail. The wait does not cover the VMs' shutdown, and lasts at most
+ * SETTLE_MAX_MS: a drain a PodDisruptionBudget holds back does not stop
+ * consolidation elsewhere. The marks keep the candidates out of later
+ * decisions and count them against the budgets until their NodeClaims
+ * are gone, and every simulation places the pods still on them first
+ * (simulate.c), so no later move takes the room they are going to.
  *
  * Replace: the replacement NodeClaim is created first and nothing else
  * happens until it is Initialized. Then the candidates' pods are simulated
@@ -37,6 +50,12 @@
 
 /* A replacement the cache has not shown yet after this long is gone. */
 #define REPLACEMENT_SEEN_MS 30000
+/* The longest wait for a command's pods to find a place again. */
+#define SETTLE_MAX_MS   (2 * 60 * 1000)
+#define SETTLE_QUIET_MS 2000
+/* Pods created this long before the deletes may be the evicted ones'
+ * replacements (the API server's clock is not ours). */
+#define CLOCK_SKEW_MS 5000
 
 const char *carp__dis_reason_label(enum carp_disruption_reason r)
 {
@@ -162,10 +181,11 @@ static void cand_finished(struct carp_disruption *d)
                                 carp__dis_method_name(d->cmd.method)),
                     1);
     carp__dis_cmd_free(d);
+    carp_controller_enqueue(&d->base, "disruption");
     return;
   }
-  d->state = ST_WAITING;
-  d->settled_ms = carp_controller_now(&d->base);
+  d->state = ST_SETTLING;
+  d->deleted_ms = carp_controller_now(&d->base);
 }
 
 static void on_claim_deleted(struct carp_controller *c, const char *key,
@@ -280,6 +300,7 @@ static void start_deletes(struct carp_disruption *d)
         "disruption", "disrupting nodeclaim(s) via delete",
         CARP_F_STR("reason", carp__dis_reason_name(d->cmd.reason)),
         CARP_F_STR("consolidation_type", carp__dis_method_name(d->cmd.method)),
+        CARP_F_STR("decision", decision_name(d->cmd.decision)),
         CARP_F_STR("nodeclaims", carp_buf_cstr(&names)),
         CARP_F_INT("count", (int64_t)n));
   carp_buf_free(&names);
@@ -513,9 +534,39 @@ static const char *replacements_up(struct carp_disruption *d, int64_t now)
   return waiting ? NULL : "";
 }
 
+/* Whether the deleted candidates' pods have found a place again (see
+ * the top of this file). */
+static int settled(struct carp_disruption *d, int64_t now)
+{
+  const struct carp_cluster *c = d->base.env.cluster;
+  struct carp_store_iter it;
+  struct carp_objmeta *m;
+  size_t i, j, n;
+  if (now - d->pod_event_ms < SETTLE_QUIET_MS) {
+    carp_controller_enqueue_after(
+        &d->base, "disruption",
+        (uint64_t)(d->pod_event_ms + SETTLE_QUIET_MS - now));
+    return 0;
+  }
+  for (i = 0; i < d->cmd.n; i++) {
+    struct carp_objmeta *const *pods;
+    if (d->cmd.c[i].state != C_DELETED)
+      continue;
+    pods = carp_cluster_pods_on_node(c, d->cmd.c[i].node, &n);
+    for (j = 0; j < n; j++)
+      if (carp_pod_is_reschedulable((const struct carp_pod *)pods[j]))
+        return 0;
+  }
+  carp_store_iter_init(&it);
+  while ((m = carp_store_next(carp_informer_store(c->pods), &it)))
+    if (m->creation_ms >= d->deleted_ms - CLOCK_SKEW_MS &&
+        carp_pod_is_provisionable((const struct carp_pod *)m))
+      return 0;
+  return 1;
+}
+
 int carp__dis_progress(struct carp_disruption *d, int64_t now)
 {
-  struct carp_controller *c = &d->base;
   if (d->state == ST_LAUNCHING && !d->cmd.creating) {
     const char *why = replacements_up(d, now);
     if (!why) {
@@ -537,24 +588,13 @@ int carp__dis_progress(struct carp_disruption *d, int64_t now)
     start_deletes(d);
     return 0;
   }
-  if (d->state == ST_WAITING) {
-    size_t i;
-    int left = 0;
-    for (i = 0; i < d->cmd.n; i++) {
-      const struct carp_nodeclaim *nc;
-      if (d->cmd.c[i].state != C_DELETED)
-        continue;
-      nc = carp_cluster_nodeclaim(c->env.cluster, d->cmd.c[i].claim);
-      if (nc && !strcmp(nc->meta.uid, d->cmd.c[i].uid))
-        left = 1;
-    }
-    if (!left)
-      carp__dis_cmd_free(d);
-    else if (now - d->settled_ms >= (int64_t)d->o.command_timeout_ms) {
-      CARP_LOG_WARN("disruption",
-                    "previous command's nodeclaims still terminating; "
-                    "deciding again",
-                    CARP_F_DURATION("waited", now - d->settled_ms));
+  if (d->state == ST_SETTLING) {
+    int done = settled(d, now);
+    if (done || now - d->deleted_ms >= SETTLE_MAX_MS) {
+      CARP_LOG_INFO("disruption",
+                    done ? "command settled: its pods have a place again"
+                         : "command still settling; deciding again",
+                    CARP_F_DURATION("waited", now - d->deleted_ms));
       carp__dis_cmd_free(d);
     }
   }

@@ -50,7 +50,12 @@ struct dis_sim {
   size_t *node_idx;  /* candidate -> index in pr.p.nodes, or SIZE_MAX */
   size_t *pod_start; /* candidate -> its first pod in pr.p.pods */
   size_t *pod_count;
-  size_t pending_start; /* the pending pods, after every candidate's */
+  /* The pods still running on nodes that are going (a command carried out
+   * and draining, a Node being deleted), after every candidate's: every
+   * move must leave them room. */
+  size_t moving_start;
+  size_t nmoving;
+  size_t pending_start; /* the pending pods, after the moving ones */
   size_t npending;
   /* The first nheld pending pods: CapacityBuffers' virtual pods that have
    * room now. A move must leave them room (see hold_buffers). */
@@ -254,23 +259,26 @@ static void hold_buffers(struct dis_sim *s)
   struct carp_sched_pod *pods = (struct carp_sched_pod *)s->pr.p.pods;
   struct carp_sched_pod *sp;
   const struct carp_pod **cp;
+  const struct carp_sched_assignment *as;
   size_t i, at, n = s->npending;
-  p.pods = &pods[s->pending_start];
-  p.npods = n;
+  /* The moving pods take their room first, as they will in every run. */
+  p.pods = &pods[s->moving_start];
+  p.npods = s->nmoving + n;
   if (carp_sched_solve(&p, &res))
     return;
+  as = &res->assignments[s->nmoving];
   sp = carp_calloc(n + 1, sizeof(*sp));
   cp = carp_calloc(n + 1, sizeof(*cp));
   for (i = 0, at = 0; i < n; i++)
     if (carp_pod_is_virtual(s->pr.pods[s->pending_start + i]) &&
-        res->assignments[i].target == CARP_SCHED_ON_NODE) {
+        as[i].target == CARP_SCHED_ON_NODE) {
       sp[at] = pods[s->pending_start + i];
       cp[at++] = s->pr.pods[s->pending_start + i];
     }
   s->nheld = at;
   for (i = 0; i < n; i++)
     if (!carp_pod_is_virtual(s->pr.pods[s->pending_start + i]) ||
-        res->assignments[i].target != CARP_SCHED_ON_NODE) {
+        as[i].target != CARP_SCHED_ON_NODE) {
       sp[at] = pods[s->pending_start + i];
       cp[at++] = s->pr.pods[s->pending_start + i];
     }
@@ -300,6 +308,47 @@ static void find_nodes(struct dis_sim *s)
   carp_map_free(&names);
 }
 
+/* The pods still running on nodes that are going away, other than the
+ * candidates' (a command carried out earlier may still be draining):
+ * appended to pending at *k, their nodes' names put in going. */
+static void collect_moving(const struct carp_cluster *c,
+                           const struct dis_analysis *a,
+                           const struct carp_pod **pending, size_t *k,
+                           size_t total, struct carp_map *going)
+{
+  struct carp_map cand_nodes;
+  struct carp_store_iter it;
+  struct carp_objmeta *m;
+  size_t i, j, n;
+  carp_map_init(&cand_nodes);
+  for (i = 0; i < a->ncands; i++)
+    carp_map_puts(&cand_nodes, a->cands[i].node->meta.name, (void *)1);
+  carp_store_iter_init(&it);
+  while ((m = carp_store_next(carp_informer_store(c->nodes), &it))) {
+    const struct carp_node *node = (const struct carp_node *)m;
+    struct carp_objmeta *const *pods;
+    if (carp_map_gets(&cand_nodes, m->name) ||
+        !carp_prov_node_going(c, node, carp_cluster_nodeclaim_of_node(c, node)))
+      continue;
+    carp_map_puts(going, m->name, (void *)1);
+    pods = carp_cluster_pods_on_node(c, m->name, &n);
+    for (j = 0; j < n && *k < total; j++)
+      if (moves((const struct carp_pod *)pods[j]))
+        pending[(*k)++] = (const struct carp_pod *)pods[j];
+  }
+  carp_map_free(&cand_nodes);
+}
+
+/* The going nodes' bound pods are the moving ones, placed anew in every
+ * run: they must not count twice in topology. */
+static void remove_going(struct dis_sim *s, struct carp_map *going)
+{
+  size_t j;
+  for (j = 0; j < s->pr.p.nnodes; j++)
+    if (!s->pr.node_is_claim[j] && carp_map_gets(going, s->pr.node_names[j]))
+      s->removed[j] = 1;
+}
+
 int carp__dis_sim_new(const struct carp_cluster *c,
                       struct carp_provider *provider,
                       const struct dis_analysis *a, struct dis_sim **out)
@@ -308,6 +357,7 @@ int carp__dis_sim_new(const struct carp_cluster *c,
   const struct carp_pod **pending;
   const struct carp_pod *const *virt;
   struct carp_prov_input in;
+  struct carp_map going;
   size_t total = 0, i, j, k, n, nvirt;
   int rc;
 
@@ -333,6 +383,10 @@ int carp__dis_sim_new(const struct carp_cluster *c,
         pending[k++] = (const struct carp_pod *)pods[j];
     s->pod_count[i] = k - s->pod_start[i];
   }
+  s->moving_start = k;
+  carp_map_init(&going);
+  collect_moving(c, a, pending, &k, total, &going);
+  s->nmoving = k - s->moving_start;
   /* Pods waiting for a place take room too; the provisioner gives them
    * their own nodes. */
   s->pending_start = k;
@@ -355,6 +409,7 @@ int carp__dis_sim_new(const struct carp_cluster *c,
   carp_free(pending);
   if (rc || s->pr.p.npods != k) {
     /* Every pod given is placed in order: anything else is a bug. */
+    carp_map_free(&going);
     carp__dis_sim_free(s);
     return rc ? rc : CARP_EINVAL;
   }
@@ -362,7 +417,9 @@ int carp__dis_sim_new(const struct carp_cluster *c,
   if (nvirt)
     hold_buffers(s);
   s->removed = carp_calloc(s->pr.p.nnodes + 1, 1);
-  s->room = carp__dis_room_new(&s->pr.p, s->pending_start);
+  remove_going(s, &going);
+  carp_map_free(&going);
+  s->room = carp__dis_room_new(&s->pr.p, s->moving_start);
   s->pods_buf = carp_calloc(k + 1, sizeof(*s->pods_buf));
   s->bound_buf = carp_calloc(s->pr.p.nbound_pods + 1, sizeof(*s->bound_buf));
   index_bound(s);
@@ -530,6 +587,18 @@ static void record_moves(struct dis_sim *s, const struct carp_sched_problem *p,
   }
 }
 
+/* Whether a new claim of the solve holds one of the pods [lo, hi). */
+static int new_claim_holds(const struct carp_sched_result *res, size_t lo,
+                           size_t hi)
+{
+  size_t c, i;
+  for (c = 0; c < res->nclaims; c++)
+    for (i = 0; i < res->claims[c].npods; i++)
+      if (res->claims[c].pods[i] >= lo && res->claims[c].pods[i] < hi)
+        return 1;
+  return 0;
+}
+
 /* The one new claim holding candidate pods (pods below ncand), NULL when
  * none does; *more when several do. */
 static const struct carp_sched_claim *
@@ -643,11 +712,12 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
       goto restore;
     }
   }
-  /* Held buffer pods must keep room, like the candidates' pods. */
-  nmust = ncand + s->nheld;
-  memcpy(&s->pods_buf[npods], &s->pr.p.pods[s->pending_start],
-         s->npending * sizeof(*s->pods_buf));
-  npods += s->npending;
+  /* The moving pods and the held buffer pods must keep room, like the
+   * candidates' pods: they follow them, then the other pending pods. */
+  memcpy(&s->pods_buf[npods], &s->pr.p.pods[s->moving_start],
+         (s->nmoving + s->npending) * sizeof(*s->pods_buf));
+  npods += s->nmoving + s->npending;
+  nmust = ncand + s->nmoving + s->nheld;
   nbound = relevant_bound(s, npods);
   p.pods = s->pods_buf;
   p.npods = npods;
@@ -658,15 +728,22 @@ static void run(struct dis_sim *s, const size_t *idx, size_t n,
   p.no_new_claims = !allow_replace || (priced && unknown_price);
   /* Pending pods may need claims of their own: then the count of claims
    * holding candidate pods is checked here instead. */
-  p.max_new_claims = s->npending || many ? 0 : 1;
+  p.max_new_claims = s->npending || s->nmoving || many ? 0 : 1;
 
   if (solve(s, &p, idx, n, &res)) {
     none(out, "the simulation failed", NULL);
   } else if ((u = stuck(res, nmust))) {
     none(out,
-         u->pod < ncand ? "its pods cannot move: "
-                        : "it holds room a CapacityBuffer keeps: ",
+         u->pod < ncand                ? "its pods cannot move: "
+         : u->pod < ncand + s->nmoving ? "the pods of nodes being disrupted "
+                                         "need its room: "
+                                       : "it holds room a CapacityBuffer "
+                                         "keeps: ",
          u->message);
+  } else if (new_claim_holds(res, ncand, ncand + s->nmoving)) {
+    /* Their room was found when their own command was decided; a move
+     * that takes it waits until they have gone. */
+    none(out, "the pods of nodes being disrupted need its room", NULL);
   } else if (many) {
     replacements(s, res, nmust, out);
   } else if (!(cl = candidate_claim(res, nmust, &more))) {

@@ -391,10 +391,9 @@ static void add_ports(struct carp_prov_problem *pr, struct target *t,
   }
 }
 
-/* Going away: deleted, its NodeClaim deleted or marked by a disruption
- * decision, or tainted for disruption. Its pods will have to move. */
-static int node_going(const struct carp_cluster *c, const struct carp_node *n,
-                      const struct carp_nodeclaim *nc)
+int carp_prov_node_going(const struct carp_cluster *c,
+                         const struct carp_node *n,
+                         const struct carp_nodeclaim *nc)
 {
   uint32_t i;
   if (n->meta.deletion_ms)
@@ -517,7 +516,7 @@ static void add_nodes(struct builder *b)
     int going;
     if (nc && !node_registered(n, nc))
       continue; /* add_claims: the claim stands for it */
-    going = node_going(c, n, nc);
+    going = carp_prov_node_going(c, n, nc);
     k = add_node_slot(b, m->name, 0);
     o = &b->nodes[k];
     pr->node_objs[k] = n;

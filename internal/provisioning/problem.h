@@ -74,6 +74,13 @@ enum carp_prov_wait carp_prov_why_waiting(const struct carp_prov_problem *pr,
 /* "not_registered", "not_ready", "taint" (metric labels). */
 const char *carp_prov_wait_name(enum carp_prov_wait w);
 
+/* Whether a Node is going away: deleted, its NodeClaim (may be NULL)
+ * deleted or marked by a disruption decision, or tainted for disruption.
+ * Its pods will have to move. */
+int carp_prov_node_going(const struct carp_cluster *c,
+                         const struct carp_node *n,
+                         const struct carp_nodeclaim *nc);
+
 /* Scheduler quantities (millis) of a resource list. */
 const struct carp_sched_quantity *
 carp_prov_quantities(struct carp_arena *a, const struct carp_resources *r,

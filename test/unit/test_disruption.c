@@ -15,6 +15,7 @@
 
 #include "carpenter/disruption.h"
 #include "carpenter/json.h"
+#include "carpenter/timeutil.h"
 #include "kit.h"
 
 #define SEC     1000ULL
@@ -502,6 +503,160 @@ static void test_expiration_exact(void **state)
   kit_close(&k);
 }
 
+/* ---- commands in a row ---- */
+
+static void test_next_command_before_previous_is_gone(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "
+            "30s, budgets: [{nodes: '100%'}]}");
+  kit_node(&k, "e1", "default", "c1.2VCPU-4GB");
+  kit_node(&k, "e2", "default", "c1.2VCPU-4GB");
+  kit_pod(&k, "default", "last", "e2", 500, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 40 * SEC);
+  kit_delete(&k, "Pod", "default/last"); /* e2 empty from t=40 */
+  kit_advance(&k, 6 * SEC);              /* e1: decided at 30, gone at 45 */
+  assert_true(deleting(&k, "e1"));
+  assert_false(deleting(&k, "e2"));
+  /* Nothing terminates e1 here: it stays deleting, its finalizer held.
+   * e2 is quiet from t=70, decided at the poll after (t=75) and carried
+   * out after the validation delay, without waiting for e1 to go. */
+  kit_advance(&k, 23 * SEC); /* t=69 */
+  assert_false(deleting(&k, "e2"));
+  kit_advance(&k, 5 * SEC + VALIDTN + 2 * SEC);
+  assert_true(deleting(&k, "e2"));
+  assert_true(deleting(&k, "e1"));
+  assert_int_equal(
+      kit_metric(&k, "karpenter_voluntary_disruption_decisions_total",
+                 CARP_VALUES("decision=\"delete\"", "reason=\"empty\"",
+                             "consolidation_type=\"empty\"")),
+      2);
+  kit_close(&k);
+}
+
+static void test_draining_pods_keep_their_room(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
+            " consolidateAfter: 30s, budgets: [{nodes: '100%'}]}");
+  kit_node(&k, "g", "default", "c1.4VCPU-8GB");
+  kit_node(&k, "a", "default", "c1.4VCPU-8GB");
+  kit_node(&k, "b", "default", "c1.4VCPU-8GB");
+  kit_pod(&k, "default", "pg", "g", 2500, RS_OWNER);
+  kit_pod(&k, "default", "pa", "a", 1000, RS_OWNER);
+  kit_pod(&k, "default", "pb", "b", 1000, RS_OWNER);
+  /* g is being deleted (its finalizer holds it) while its pod still runs:
+   * the pod will need 2.5 vCPUs on a or b. */
+  kit_delete(&k, "NodeClaim", "g");
+  kit_start(&k);
+  kit_advance(&k, 30 * SEC + VALIDTN + POLL);
+  /* Deleting a would fit a's pod on b but leave g's pod nowhere: a is
+   * replaced by a smaller node instead, and b keeps the room. */
+  assert_false(deleting(&k, "a"));
+  assert_false(deleting(&k, "b"));
+  assert_int_equal(kit_writes(&k, "POST", "/nodeclaims"), 1);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_voluntary_disruption_decisions_total",
+                 CARP_VALUES("decision=\"delete\"", "reason=\"underutilized\"",
+                             "consolidation_type=\"single\"")),
+      0);
+  assert_int_equal(
+      kit_metric(&k, "karpenter_voluntary_disruption_decisions_total",
+                 CARP_VALUES("decision=\"replace\"", "reason=\"underutilized\"",
+                             "consolidation_type=\"single\"")),
+      1);
+  kit_close(&k);
+}
+
+/* a goes (its pod fits on b, which a do-not-disrupt pod keeps), then e2
+ * empties at t=40. */
+static void setup_two_commands(struct kit *k)
+{
+  setup(k, "disruption: {consolidationPolicy: WhenEmptyOrUnderutilized,"
+           " consolidateAfter: 30s, budgets: [{nodes: '100%'}]}");
+  kit_node(k, "a", "default", "c1.2VCPU-4GB");
+  kit_node(k, "b", "default", "c1.4VCPU-8GB");
+  kit_node(k, "e2", "default", "c1.2VCPU-4GB");
+  kit_pod(k, "default", "pa", "a", 1000, RS_OWNER);
+  kit_pod(k, "default", "pb", "b", 1000,
+          RS_OWNER ", annotations: {karpenter.sh/do-not-disrupt: 'true'}");
+  kit_pod(k, "default", "last", "e2", 500, RS_OWNER);
+  kit_start(k);
+  /* A pod comes and goes on e2 at t=20: not a candidate along with a. */
+  kit_advance(k, 20 * SEC);
+  kit_pod(k, "default", "blip", "e2", 100, RS_OWNER);
+  kit_delete(k, "Pod", "default/blip");
+  kit_advance(k, 20 * SEC);
+  kit_delete(k, "Pod", "default/last");
+  kit_advance(k, 6 * SEC); /* a: decided at 30, deleted at 45 */
+  assert_true(deleting(k, "a"));
+}
+
+static void test_next_decision_waits_for_moved_pods(void **state)
+{
+  struct kit k;
+  char meta[256], ts[CARP_RFC3339_LEN];
+  (void)state;
+  setup_two_commands(&k);
+  /* Nothing drains a here: its pod still runs there, so e2 (quiet since
+   * t=70) waits. */
+  kit_advance(&k, 54 * SEC); /* t=100 */
+  assert_false(deleting(&k, "e2"));
+  /* Evicted: its replacement is pending for a while. */
+  kit_delete(&k, "Pod", "default/pa");
+  carp_time_format_rfc3339(carp_clock_wall_ms(k.clock), 0, ts);
+  snprintf(meta, sizeof(meta), "%s, creationTimestamp: '%s'", RS_OWNER, ts);
+  kit_pod(&k, "default", "pa2", NULL, 1000, meta);
+  kit_advance(&k, 20 * SEC); /* t=120 */
+  assert_false(deleting(&k, "e2"));
+  /* Bound: once no pod has changed for 2 s the command has settled, and
+   * e2 is decided at once (t=122), carried out at t=137. */
+  kit_delete(&k, "Pod", "default/pa2");
+  kit_pod(&k, "default", "pa2", "b", 1000, meta);
+  kit_advance(&k, VALIDTN + SEC);
+  assert_false(deleting(&k, "e2"));
+  kit_advance(&k, 2 * SEC);
+  assert_true(deleting(&k, "e2"));
+  kit_close(&k);
+}
+
+static void test_settle_wait_is_bounded(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup_two_commands(&k);
+  /* a's pod never leaves (a PDB could hold it): after two minutes the
+   * next decision goes ahead, a's pod placed first in its simulation. */
+  kit_advance(&k, 45 * SEC + 2 * 60 * SEC - 46 * SEC - SEC); /* t=164 */
+  assert_false(deleting(&k, "e2"));
+  kit_advance(&k, POLL + VALIDTN + SEC);
+  assert_true(deleting(&k, "e2"));
+  kit_close(&k);
+}
+
+static void test_decided_when_consolidate_after_ends(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "
+            "30s}");
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  kit_pod(&k, "default", "p", "n1", 100, RS_OWNER);
+  kit_start(&k);
+  kit_advance(&k, 3 * SEC);
+  kit_delete(&k, "Pod", "default/p");
+  /* Quiet at t=33, between two polls (30 and 40): decided at 33, not 40,
+   * and carried out at 48. */
+  kit_advance(&k, 44 * SEC); /* t=47 */
+  assert_false(deleting(&k, "n1"));
+  kit_advance(&k, 2 * SEC);
+  assert_true(deleting(&k, "n1"));
+  kit_close(&k);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -522,6 +677,11 @@ int main(void)
       cmocka_unit_test(test_balanced_rejects_a_poor_move),
       cmocka_unit_test(test_balanced_accepts_a_good_move),
       cmocka_unit_test(test_expiration_exact),
+      cmocka_unit_test(test_next_command_before_previous_is_gone),
+      cmocka_unit_test(test_draining_pods_keep_their_room),
+      cmocka_unit_test(test_next_decision_waits_for_moved_pods),
+      cmocka_unit_test(test_settle_wait_is_bounded),
+      cmocka_unit_test(test_decided_when_consolidate_after_ends),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
