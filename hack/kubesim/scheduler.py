@@ -12,6 +12,7 @@ first failure, doubling with each failure up to --pod-max-backoff (10).
 So a pod waits up to 10 s after a node became usable, as it does on a real
 cluster."""
 
+import json
 import time
 from fractions import Fraction
 
@@ -268,8 +269,14 @@ class Scheduler(Controller):
         pods = [p for p in pods if p is not None and p.pending]
         pods.sort(key=lambda p: (-p.prio, p.created, p.key))
         nodes = sorted(self.cache["nodes"].values(), key=lambda n: n.name)
+        # Pods alike (same requests and placement constraints) get the same
+        # answer within one pass: nodes only fill up as it binds, so once
+        # one of them fits nowhere the rest fit nowhere either, for the
+        # same reasons. At thousands of pending pods and hundreds of nodes
+        # this is most of the pass (kube-scheduler's old equivalence cache).
+        failed = {}
         for p in pods:
-            self._safe(self._schedule, p, nodes)
+            self._safe(self._schedule, p, nodes, failed)
 
     def _fit(self, p, n):
         """None if the pod fits the node, else the list of reasons."""
@@ -303,18 +310,28 @@ class Scheduler(Controller):
                 s += float((cap - used.get(k, Fraction(0)) - p.req.get(k, Fraction(0))) / cap)
         return s
 
-    def _schedule(self, p, nodes):
+    def _schedule(self, p, nodes, failed=None):
+        cls = _class_key(p)
+        reasons = failed.get(cls) if failed is not None and cls is not None else None
         feasible = []
-        reasons = {}
-        for n in nodes:
-            r = self._fit(p, n)
-            if r is None:
-                feasible.append(n)
-            else:
-                for x in r:
-                    reasons[x] = reasons.get(x, 0) + 1
+        if reasons is None:
+            reasons = {}
+            for n in nodes:
+                r = self._fit(p, n)
+                if r is None:
+                    feasible.append(n)
+                else:
+                    for x in r:
+                        reasons[x] = reasons.get(x, 0) + 1
+            if not feasible and failed is not None and cls is not None:
+                failed[cls] = reasons
         if feasible:
-            best = max(feasible, key=lambda n: (self._score(p, n), [-ord(c) for c in n.name]))
+            # the highest score; ties to the first name (nodes are sorted)
+            best, top = None, None
+            for n in feasible:
+                sc = self._score(p, n)
+                if top is None or sc > top:
+                    best, top = n, sc
             ctx = _ctx()
             try:
                 self.api.binding(p.ns, p.name, {"target": {"apiVersion": "v1", "kind": "Node", "name": best.name},
@@ -364,6 +381,17 @@ class Scheduler(Controller):
 
 
 P_SMP = "application/strategic-merge-patch+json"
+
+
+def _class_key(p):
+    """What _fit reads of a pod, as a hashable key (None: not comparable)."""
+    spec = p.spec
+    try:
+        return (json.dumps([spec.get("tolerations"), spec.get("nodeSelector"),
+                            util.get_path(spec, "affinity", "nodeAffinity")], sort_keys=True),
+                tuple(sorted(p.req.items())))
+    except (TypeError, ValueError):
+        return None
 
 
 def _ctx():

@@ -141,6 +141,11 @@ struct carp_http_request_options {
   uint64_t idle_timeout_ms;
   size_t max_body; /* cap on a buffered body; 0: 64 MiB. A Content-Length
                       above it fails at once. Ignored when streaming. */
+  /* The answer is expected small (a write's object, a task's status):
+   * curl reads it through a 4 KB buffer instead of its 16 KB one. The
+   * buffer is most of what a request holds, and a scale-out has a hundred
+   * or more in flight at once. Anything larger still arrives whole. */
+  int small_answer;
   carp_http_headers_cb on_headers; /* optional */
   carp_http_data_cb on_data;       /* optional; set for streaming */
   carp_http_done_cb on_done;       /* required */

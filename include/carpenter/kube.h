@@ -105,7 +105,8 @@ struct carp_kube_request {
   uint64_t timeout_ms; /* 0: the client's default */
   int ungated;         /* not subject to the write gate (leader election) */
   int raw_body; /* a 2xx body is left unparsed (result body NULL, raw set):
-                   the caller splits large lists itself */
+                   the caller splits large lists itself, or does not read
+                   the answer */
 };
 
 int carp_kube_new(uv_loop_t *loop, const struct carp_kube_options *opts,

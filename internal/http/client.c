@@ -427,6 +427,12 @@ static int template_setup(struct carp_http_client *c,
    * the first response's headers show the connection cannot multiplex, so
    * one slow request would hold up all others. */
   CARP_HTTP_SETOPT(h, CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
+  /* Over TLS curl copies every request (headers and body) through an
+   * upload buffer it allocates per transfer and keeps for the transfer's
+   * life: 64 KB by default, held by each watch for hours and by each of
+   * the hundred-odd requests in flight while scaling out. 16 KB (curl's
+   * least) only sends a large body in more pieces. */
+  CARP_HTTP_SETOPT(h, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
   /* Removing a transfer whose host name is still being resolved would
    * otherwise join curl's resolver thread, blocking the loop until
    * getaddrinfo() returns; with this the thread is detached and frees its

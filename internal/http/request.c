@@ -18,6 +18,10 @@
 #include "carpenter/log.h"
 #include "http_int.h"
 
+/* curl's receive buffer for an answer known to be small (see
+ * small_answer in http.h); curl allows 1 KB at the least. */
+#define SMALL_ANSWER_BUFFER 4096L
+
 int carp__http_setopt_failed(const char *opt, CURLcode cc)
 {
   CARP_LOG_ERROR(CARP_HTTP_LOG, "curl_easy_setopt failed",
@@ -289,6 +293,8 @@ static int easy_setup(struct carp_http_request *req,
   CARP_HTTP_SETOPT(h, CURLOPT_HEADERDATA, (void *)req);
   CARP_HTTP_SETOPT(h, CURLOPT_WRITEFUNCTION, on_write);
   CARP_HTTP_SETOPT(h, CURLOPT_WRITEDATA, (void *)req);
+  if (opts->small_answer && !opts->on_data)
+    CARP_HTTP_SETOPT(h, CURLOPT_BUFFERSIZE, SMALL_ANSWER_BUFFER);
   if (opts->timeout_ms)
     CARP_HTTP_SETOPT(h, CURLOPT_TIMEOUT_MS,
                      opts->timeout_ms > (uint64_t)LONG_MAX

@@ -340,6 +340,11 @@ static void rate_pump(struct carp_kube *k)
   k->tokens_at = now;
   while (k->rate_head && k->tokens >= 1.0) {
     struct carp_kube_op *op = k->rate_head;
+    /* Past the cap a request waits here, as an op, and not in curl with
+     * an easy handle, buffers and headers of its own; the next one goes
+     * when one of those in flight ends (carp__kube_http_done). */
+    if (!op->watch && !k->has_backend && k->requests >= CARP_KUBE_MAX_REQUESTS)
+      break;
     k->rate_head = op->rate_next;
     if (!k->rate_head)
       k->rate_tail = NULL;
@@ -347,7 +352,7 @@ static void rate_pump(struct carp_kube *k)
     k->tokens -= 1.0;
     send_op(op);
   }
-  if (k->rate_head && !k->closing) {
+  if (k->rate_head && !k->closing && k->tokens < 1.0) {
     uint64_t wait = (uint64_t)((1.0 - k->tokens) * 1000.0 / k->qps) + 1;
     uv_timer_start(&k->rate_timer, on_rate_timer, wait, 0);
   }
@@ -417,6 +422,12 @@ void carp__kube_http_done(struct carp_http_request *req, int status,
   int err;
 
   op->req = NULL;
+  if (op->counted) {
+    op->counted = 0;
+    k->requests--;
+    if (k->rate_head && !k->closing)
+      rate_pump(k);
+  }
   carp__kube_count(op, status < 0 ? 0 : resp->status);
   if (op->cancelled) {
     deliver(op, CARP_ECANCELED, 0, NULL, "canceled", NULL, NULL, 0);
@@ -516,6 +527,8 @@ static void send_op(struct carp_kube_op *op)
   o.body_len = op->body_len;
   o.timeout_ms = op->timeout_ms;
   o.max_body = 256 * 1024 * 1024;
+  /* A write answers with one object; reads may be list pages. */
+  o.small_answer = !op->is_read;
   o.on_done = carp__kube_http_done;
   o.arg = op;
   op->attempts++;
@@ -524,7 +537,10 @@ static void send_op(struct carp_kube_op *op)
   if (rc) {
     op->req = NULL;
     deliver(op, rc, 0, NULL, carp_strerror(rc), NULL, NULL, 0);
+    return;
   }
+  op->counted = 1;
+  op->k->requests++;
 }
 
 void carp_kube_cancel(struct carp_kube_op *op)
@@ -770,8 +786,6 @@ static void on_http_closed(void *arg)
   struct carp_kube *k = arg;
   uv_close((uv_handle_t *)&k->rate_timer, on_rate_timer_closed);
 }
-
-#define CARP_KUBE_MAX_CONNECTIONS 32
 
 int carp_kube_new(uv_loop_t *loop, const struct carp_kube_options *opts,
                   struct carp_kube **out)

@@ -18,6 +18,15 @@ enum op_state {
   OP_DONE,
 };
 
+/* Connections to the API server (see carp_kube_new). */
+#define CARP_KUBE_MAX_CONNECTIONS 32
+/* Requests other than watches handed to the HTTP client at once: with
+ * the watches holding connections of their own, some of these already
+ * wait inside curl for a free one, each with an easy handle and buffers
+ * (a scale-out's burst of creates, patches and events put over 150 there,
+ * about 1.5 MB). The rest wait in the rate queue as bare ops. */
+#define CARP_KUBE_MAX_REQUESTS CARP_KUBE_MAX_CONNECTIONS
+
 struct carp_kube_op {
   struct carp_kube *k;
   enum op_state state;
@@ -30,6 +39,7 @@ struct carp_kube_op {
   int is_read;
   int ungated;
   int raw_body; /* leave a 2xx body unparsed */
+  int counted;  /* one of k->requests (in flight over HTTP, not a watch) */
   uint64_t timeout_ms;
   int attempts;
   int retried_auth;
@@ -79,6 +89,7 @@ struct carp_kube {
   void *gate_arg;
   int closing;
   int handles;
+  int requests; /* requests (not watches) handed to the HTTP client */
   void (*close_cb)(void *arg);
   void *close_arg;
   struct carp_metric *m_requests;

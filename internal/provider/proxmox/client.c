@@ -349,6 +349,9 @@ static int call_send(struct carp_pve_call *call)
   o.body_len = call->body_len;
   o.timeout_ms = call->timeout_ms;
   o.max_body = 32 * 1024 * 1024;
+  /* Task polls and VM calls answer in a few hundred bytes; the cluster's
+   * resource list is larger and simply takes a few more reads. */
+  o.small_answer = 1;
   o.on_done = on_http_done;
   o.arg = call;
   return carp_http_request_start(c->http, &o, &call->req);
