@@ -17,7 +17,11 @@
  * the clock for exactly the time left; drift is looked at again on every
  * change of the claim, its NodePool or its class, and every 5 minutes for
  * what only the provider sees (a template replaced in Proxmox); a host's
- * state (maintenance) every HOSTS_POLL_MS (hostwatch.c). */
+ * state (maintenance) every HOSTS_POLL_MS (hostwatch.c). A claim is
+ * reconciled on every pod that comes or goes, far more often than any of
+ * those change: its drift is remembered (struct drift_memo) until the
+ * claim, its NodePool or its class has a new resourceVersion, or the
+ * epoch moves on (every resync, and every host poll that saw a change). */
 #include <string.h>
 
 #include "carpenter/alloc.h"
@@ -37,7 +41,79 @@ struct claim_conditions {
   struct carp_controller base;
   int64_t active_since;
   struct carp_map hosts; /* the host poll's last states */
+  struct carp_map memos; /* claim name (the memo's) -> struct drift_memo */
+  uint64_t epoch;
 };
+
+/* A claim's drift as last worked out, and from what. */
+struct drift_memo {
+  char *claim_rv, *pool_rv, *class_rv; /* "" when absent */
+  uint64_t epoch;
+  char *reason; /* NULL: not drifted */
+  char name[];
+};
+
+static void memo_free(struct drift_memo *m)
+{
+  carp_free(m->claim_rv);
+  carp_free(m->pool_rv);
+  carp_free(m->class_rv);
+  carp_free(m->reason);
+  carp_free(m);
+}
+
+static void memo_drop(struct claim_conditions *cc, const char *name)
+{
+  struct drift_memo *m = carp_map_gets(&cc->memos, name);
+  if (m) {
+    carp_map_dels(&cc->memos, name);
+    memo_free(m);
+  }
+}
+
+static int same(const char *memo, const char *rv)
+{
+  return !strcmp(memo, rv ? rv : "");
+}
+
+/* carp__dis_drift_reason, remembered. */
+static const char *drift_reason(struct claim_conditions *cc,
+                                const struct carp_nodeclaim *nc,
+                                const struct carp_nodepool *np)
+{
+  const struct carp_cluster *c = cc->base.env.cluster;
+  const struct carp_nodeclass *cls =
+      nc->spec.node_class_ref.name
+          ? carp_cluster_nodeclass(c, nc->spec.node_class_ref.name)
+          : NULL;
+  const char *pool_rv = np ? np->meta.resource_version : NULL;
+  const char *class_rv = cls ? cls->meta.resource_version : NULL;
+  struct drift_memo *m = carp_map_gets(&cc->memos, nc->meta.name);
+  const char *reason;
+  if (m && m->epoch == cc->epoch &&
+      same(m->claim_rv, nc->meta.resource_version) &&
+      same(m->pool_rv, pool_rv) && same(m->class_rv, class_rv))
+    return m->reason;
+  reason = carp__dis_drift_reason(c, cc->base.env.provider, nc, np);
+  if (!m) {
+    size_t n = strlen(nc->meta.name);
+    m = carp_calloc(1, sizeof(*m) + n + 1);
+    memcpy(m->name, nc->meta.name, n + 1);
+    carp_map_puts(&cc->memos, m->name, m);
+  } else {
+    carp_free(m->claim_rv);
+    carp_free(m->pool_rv);
+    carp_free(m->class_rv);
+    carp_free(m->reason);
+  }
+  m->claim_rv =
+      carp_strdup(nc->meta.resource_version ? nc->meta.resource_version : "");
+  m->pool_rv = carp_strdup(pool_rv ? pool_rv : "");
+  m->class_rv = carp_strdup(class_rv ? class_rv : "");
+  m->reason = reason ? carp_strdup(reason) : NULL;
+  m->epoch = cc->epoch;
+  return m->reason;
+}
 
 #define CC(c) carp_container_of(c, struct claim_conditions, base)
 
@@ -49,7 +125,7 @@ static int set_drifted(struct carp_controller *c,
 {
   const char *reason = NULL;
   if (carp_conditions_is_true(&nc->status.conditions, CARP_COND_LAUNCHED))
-    reason = carp__dis_drift_reason(c->env.cluster, c->env.provider, nc, np);
+    reason = drift_reason(CC(c), nc, np);
   if (!reason)
     return carp_conditions_clear(&st->conditions, CARP_COND_DRIFTED);
   return carp_conditions_set(&st->conditions, &carp_condset_nodeclaim,
@@ -99,11 +175,13 @@ static void reconcile(struct carp_controller *c, const char *key)
   int changed, want;
 
   if (!strcmp(key, HOSTS_KEY)) {
-    carp__dis_hosts_poll(c, &cc->hosts);
+    if (carp__dis_hosts_poll(c, &cc->hosts))
+      cc->epoch++;
     carp_controller_done(c, key, CARP_RECONCILE_REQUEUE_AFTER, HOSTS_POLL_MS);
     return;
   }
   if (!nc || nc->meta.deletion_ms || !carp__dis_managed(nc)) {
+    memo_drop(cc, key);
     carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
     return;
   }
@@ -225,6 +303,7 @@ static void class_event(struct carp_controller *c,
  * from the first. */
 static void activated(struct carp_controller *c)
 {
+  CC(c)->epoch++; /* what only the provider sees is asked again */
   if (!CC(c)->active_since)
     CC(c)->active_since = carp_controller_now(c);
   carp_controller_enqueue_all(c, c->env.cluster->nodeclaims);
@@ -239,6 +318,12 @@ static void deactivated(struct carp_controller *c)
 
 static void cc_free(struct carp_controller *c)
 {
+  struct carp_map_iter it;
+  void *v;
+  carp_map_iter_init(&it);
+  while (carp_map_next(&CC(c)->memos, &it, NULL, NULL, &v))
+    memo_free(v);
+  carp_map_free(&CC(c)->memos);
   carp__dis_hosts_free(&CC(c)->hosts);
   carp_free(CC(c));
 }
@@ -262,9 +347,11 @@ int carp_disruption_conditions_new(const struct carp_controller_env *env,
     return CARP_EINVAL;
   cc = CARP_NEW(struct claim_conditions);
   carp_map_init(&cc->hosts);
+  carp_map_init(&cc->memos);
   rc = carp_controller_init(&cc->base, env, &conditions_def);
   if (rc) {
     carp_map_free(&cc->hosts);
+    carp_map_free(&cc->memos);
     carp_free(cc);
     return rc;
   }

@@ -108,9 +108,12 @@ const char *carp__dis_drift_reason(const struct carp_cluster *c,
                                    const struct carp_nodeclaim *nc,
                                    const struct carp_nodepool *np);
 /* Queues the NodeClaims of every host whose provider state (maintenance,
- * offline, ready) changed since the last call; last holds the states seen
- * (a carp_map, empty at first), freed by carp__dis_hosts_free. */
-void carp__dis_hosts_poll(struct carp_controller *c, struct carp_map *last);
+ * offline, ready) changed since the last call, and returns how many; last
+ * holds the states seen (a carp_map, empty at first), freed by
+ * carp__dis_hosts_free. */
+size_t carp__dis_hosts_poll(struct carp_controller *c, struct carp_map *last);
+/* How many times drift was worked out, since the start (tests). */
+size_t carp__dis_drift_checks(void);
 void carp__dis_hosts_free(struct carp_map *last);
 /* Karpenter's eviction cost of a pod: 1 + deletion cost / 2^27 + priority
  * / 2^25, within [-10, 10]. */

@@ -60,6 +60,13 @@ static int requirements_drifted(const struct carp_nodepool *np,
   return drifted;
 }
 
+static size_t checks;
+
+size_t carp__dis_drift_checks(void)
+{
+  return checks;
+}
+
 const char *carp__dis_drift_reason(const struct carp_cluster *c,
                                    struct carp_provider *provider,
                                    const struct carp_nodeclaim *nc,
@@ -69,6 +76,7 @@ const char *carp__dis_drift_reason(const struct carp_cluster *c,
   const char *reason = "";
   if (!np || !carp__dis_managed(nc))
     return NULL;
+  checks++;
   if (carp_nodepool_hash_check(np, nc) == CARP_HASH_DRIFTED)
     return REASON_NODEPOOL;
   if (requirements_drifted(np, nc))

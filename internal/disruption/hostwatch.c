@@ -38,13 +38,14 @@ static int claim_key(const struct carp_nodeclaim *nc, char *key, size_t size)
   return 1;
 }
 
-void carp__dis_hosts_poll(struct carp_controller *c, struct carp_map *last)
+size_t carp__dis_hosts_poll(struct carp_controller *c, struct carp_map *last)
 {
   struct carp_store *claims = carp_informer_store(c->env.cluster->nodeclaims);
   struct carp_store_iter it;
   struct carp_objmeta *m;
   struct carp_map now;
   char key[132];
+  size_t queued = 0;
   carp_map_init(&now);
   /* The hosts' states now... */
   carp_store_iter_init(&it);
@@ -72,11 +73,14 @@ void carp__dis_hosts_poll(struct carp_controller *c, struct carp_map *last)
       continue;
     was = carp_map_gets(last, key);
     is = carp_map_gets(&now, key);
-    if (is && (!was || was->state != is->state))
+    if (is && (!was || was->state != is->state)) {
       carp_controller_enqueue(c, m->name);
+      queued++;
+    }
   }
   seen_free(last);
   *last = now;
+  return queued;
 }
 
 void carp__dis_hosts_free(struct carp_map *last)

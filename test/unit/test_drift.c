@@ -15,6 +15,7 @@
 #include "carpenter/disruption.h"
 #include "carpenter/json.h"
 #include "carpenter/nodepool_controller.h"
+#include "../../internal/disruption/disruption_int.h"
 #include "kit.h"
 
 #define SEC  1000ULL
@@ -340,9 +341,53 @@ static void test_unlaunched_claim_never_drifts(void **state)
   kit_close(&k);
 }
 
+static void test_drift_remembered_between_changes(void **state)
+{
+  struct kit k;
+  size_t before;
+  int i;
+  (void)state;
+  setup(&k, "disruption: {consolidateAfter: Never}");
+  kit_node(&k, "a", "default", "c1.2VCPU-4GB");
+  kit_start(&k);
+  kit_advance(&k, 5 * SEC);
+  assert_null(drifted(&k, "a"));
+  /* Pods come and go: each reconciles the claim (lastPodEventTime), none
+   * works drift out again. */
+  before = carp__dis_drift_checks();
+  for (i = 0; i < 10; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "p%d", i);
+    kit_pod(&k, "default", name, "a", 100, RS_OWNER);
+    kit_advance(&k, SEC);
+  }
+  assert_non_null(
+      kit_str(&k, "NodeClaim", "a", "status", "lastPodEventTime", NULL));
+  /* The claim's own writes (lastPodEventTime) give it a new
+   * resourceVersion: one check each, not one per pod. */
+  assert_true(carp__dis_drift_checks() - before <=
+              kit_writes(&k, "PATCH", "/nodeclaims/a"));
+  /* A template change is seen at once... */
+  kit_patch(&k, "NodePool", "default",
+            "{spec: {template: {metadata: {labels: {team: blue}}}}}");
+  kit_advance(&k, 2 * SEC);
+  assert_string_equal(drifted(&k, "a"), "NodePoolDrifted");
+  kit_patch(&k, "NodePool", "default",
+            "{spec: {template: {metadata: {labels: null}}}}");
+  kit_advance(&k, 2 * SEC);
+  assert_null(drifted(&k, "a"));
+  /* ...and what only the provider sees at the next resync, though
+   * nothing it remembered drift from has changed. */
+  carp_fake_provider_set_drift(k.provider, "a", "TemplateDrifted");
+  kit_advance(&k, 5 * 60 * SEC + 5 * SEC);
+  assert_string_equal(drifted(&k, "a"), "TemplateDrifted");
+  kit_close(&k);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_drift_remembered_between_changes),
       cmocka_unit_test(test_template_change_drifts_and_others_do_not),
       cmocka_unit_test(test_requirements_and_provider_drift),
       cmocka_unit_test(test_empty_drifted_nodes_go_at_once),
