@@ -93,6 +93,9 @@ void carp__dis_execute(struct carp_disruption *d);
  * back: the caches do not show that yet, so nothing new is decided in this
  * poll. */
 int carp__dis_progress(struct carp_disruption *d, int64_t now);
+/* A pod changed: while a command settles, its settling is looked at once
+ * pods have been quiet long enough. */
+void carp__dis_pod_event(struct carp_disruption *d);
 void carp__dis_cmd_free(struct carp_disruption *d);
 /* "empty", "underutilized", "drifted" (metric labels); "Empty", ... */
 const char *carp__dis_reason_label(enum carp_disruption_reason r);

@@ -425,14 +425,10 @@ static void claim_event(struct carp_controller *c,
 static void pod_event(struct carp_controller *c, const struct carp_objmeta *old,
                       const struct carp_objmeta *obj, int deleted)
 {
-  struct carp_disruption *d = DIS(c);
   (void)old;
   (void)obj;
   (void)deleted;
-  if (d->state == ST_SETTLING) {
-    d->pod_event_ms = now_ms(d);
-    carp_controller_enqueue(c, KEY);
-  }
+  carp__dis_pod_event(DIS(c));
 }
 
 static void activated(struct carp_controller *c)

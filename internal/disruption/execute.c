@@ -565,6 +565,16 @@ static int settled(struct carp_disruption *d, int64_t now)
   return 1;
 }
 
+void carp__dis_pod_event(struct carp_disruption *d)
+{
+  if (d->state != ST_SETTLING)
+    return;
+  /* Settling needs SETTLE_QUIET_MS without a pod event: look once that
+   * may have passed, not once per event (a drain moves many pods). */
+  d->pod_event_ms = carp_controller_now(&d->base);
+  carp_controller_enqueue_after(&d->base, "disruption", SETTLE_QUIET_MS);
+}
+
 int carp__dis_progress(struct carp_disruption *d, int64_t now)
 {
   if (d->state == ST_LAUNCHING && !d->cmd.creating) {
