@@ -204,6 +204,16 @@ static void extra_values(int kind, const struct carp_objmeta *o, const char **v)
   v[i] = NULL;
 }
 
+/* The informer of kind k when a stream of only (a kind, or K_COUNT: the
+ * kind-independent families) covers it, else NULL. */
+static struct carp_informer *streamed(struct carp_metricsctl *m, int k,
+                                      int only)
+{
+  if (only == K_COUNT ? !kinds[k].deprecated : only != k)
+    return NULL;
+  return informer_of(m, k);
+}
+
 /* One sample per condition of every cached object of kind (K_COUNT: of
  * every kind, in the kind-independent families); current: the seconds
  * since its last transition (conditions without one have none), else 1. */
@@ -213,11 +223,10 @@ static void stream_conditions(struct carp_metric_writer *w,
   int64_t now = carp_controller_now(&m->base);
   int k;
   for (k = 0; k < K_COUNT; k++) {
-    struct carp_informer *inf = informer_of(m, k);
+    struct carp_informer *inf = streamed(m, k, only);
     struct carp_store_iter it;
     struct carp_objmeta *o;
-    if (!inf || (only != K_COUNT && only != k) ||
-        (only == K_COUNT && !kinds[k].deprecated))
+    if (!inf)
       continue;
     carp_store_iter_init(&it);
     while ((o = carp_store_next(carp_informer_store(inf), &it))) {
@@ -278,11 +287,10 @@ static void stream_terminating(struct carp_metric_writer *w,
   int64_t now = carp_controller_now(&m->base);
   int k;
   for (k = 0; k < K_COUNT; k++) {
-    struct carp_informer *inf = informer_of(m, k);
+    struct carp_informer *inf = streamed(m, k, only);
     struct carp_store_iter it;
     struct carp_objmeta *o;
-    if (!inf || (only != K_COUNT && only != k) ||
-        (only == K_COUNT && !kinds[k].deprecated))
+    if (!inf)
       continue;
     carp_store_iter_init(&it);
     while ((o = carp_store_next(carp_informer_store(inf), &it))) {
