@@ -151,6 +151,12 @@ static void on_destroy_task(struct pve_op *op, int err, const char *msg)
     gone(d);
     return;
   }
+  if (msg && strstr(msg, "is running") && d->delete_tries++ < 2) {
+    /* A start queued on the VM's lock ran between our stop and the
+     * destroy: a host that came back starts its onboot guests. */
+    stop(d);
+    return;
+  }
   finish(d, err, msg);
 }
 

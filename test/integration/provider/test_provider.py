@@ -423,6 +423,33 @@ class TestHosts(ProviderCase):
         self.assertEqual(metric_value(text, "carpenter_proxmox_host_up", zone="pve3"), 0)
 
 
+class TestHostBack(ProviderCase):
+    """A crashed host that comes back starts its onboot guests; a delete
+    that finds one still stopped races that start."""
+    sim_args = ("--start-seconds", "3")
+
+    def test_delete_races_onboot_start(self):
+        ev = self.drive_paused(nodeclass(), [
+            "create:count=1,prefix=back,zone=pve3", "pause:name=crash",
+            "refresh", "pause:name=back", "refresh", "sleep:ms=1000", "delete"], {
+            "crash": lambda: self.sim.ctl("POST", "/hosts/pve3/offline"),
+            "back": lambda: self.sim.ctl("POST", "/hosts/pve3/online"),
+        })
+        c = self.of(ev, "create")[0]
+        self.assertEqual((c["status"], c["zone"]), (0, "pve3"), c)
+        d = self.of(ev, "delete")[0]
+        self.assertEqual((d["errname"], d["calls"]), ("ENOTFOUND", 2), d)
+        # Listed stopped (a stats pass later, its start still running):
+        # destroyed at once, which failed once the start had run; stopped,
+        # then destroyed for real.
+        mine = [(r["method"], r["rel"].rsplit("/", 1)[-1]) for r in self.requests()
+                if r.get("rel", "").startswith("/nodes/pve3/qemu/%d" % c["vmid"]) and
+                r["method"] in ("POST", "DELETE") and not r["rel"].endswith("/config")]
+        self.assertEqual(mine[-3:], [("DELETE", str(c["vmid"])), ("POST", "stop"),
+                                     ("DELETE", str(c["vmid"]))], mine)
+        self.assert_clean([c["vmid"]])
+
+
 class TestHostsOldPve(ProviderCase):
     """PVE before 8.3: no hastate in the listing, maintenance read from
     /cluster/ha/status/current."""
