@@ -75,6 +75,11 @@ void carp_kubemem_fail(struct carp_kubemem *m, const char *method,
                        const char *path_part, long status, int times);
 void carp_kubemem_clear_faults(struct carp_kubemem *m);
 
+/* While held, no watch event is delivered (answers are): every cache lags
+ * behind the server, as behind a slow watch. Releasing sends what waited,
+ * in order. */
+void carp_kubemem_hold_watches(struct carp_kubemem *m, int hold);
+
 /* Requests from clients other than GET, in arrival order. */
 struct carp_kubemem_write {
   char *method;

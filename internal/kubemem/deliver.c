@@ -18,6 +18,8 @@ static int event_for(const struct km_watch *w, const struct km_event *e)
 static struct km_watch *ready_watch(struct carp_kubemem *m)
 {
   struct km_watch *w;
+  if (m->hold_watches)
+    return NULL;
   for (w = m->watches; w; w = w->next) {
     if (!w->op)
       continue;
@@ -78,6 +80,13 @@ void carp__km_kick(struct carp_kubemem *m)
 {
   if (!carp_timer_is_active(&m->tick))
     carp_timer_start(&m->tick, on_tick, 0, 0);
+}
+
+void carp_kubemem_hold_watches(struct carp_kubemem *m, int hold)
+{
+  m->hold_watches = hold;
+  if (!hold)
+    carp__km_kick(m);
 }
 
 void carp__km_queue_reply(struct carp_kubemem *m, struct carp_kube_op *op,

@@ -75,6 +75,7 @@ struct carp_kubemem {
   size_t nwrites, capwrites;
   struct carp_timer tick;
   int delivering;
+  int hold_watches; /* carp_kubemem_hold_watches */
   void (*close_cb)(void *arg);
   void *close_arg;
 };

@@ -122,6 +122,10 @@ static void reconcile(struct carp_controller *c, const char *key)
     carp__lc_launch(l, nc, key);
     return;
   }
+  /* Registration patches the Node before it writes the claim's status:
+   * decided on a claim older than our last write, it would do both again. */
+  if (carp__lc_wait_for_cache(l, nc, key))
+    return;
   carp__lc_register(l, nc, key);
 }
 

@@ -98,6 +98,13 @@ int carp__lc_patch_claim(struct carp_lifecycle *l, const char *key,
 int carp__lc_patch_node(struct carp_lifecycle *l, const char *key,
                         const char *node_name, const char *body, size_t len,
                         carp_lc_write_cb cb);
+/* Whether the cache does not show our last status write to nc yet; then
+ * the reconcile has ended with a short requeue (the write's watch event
+ * queues the claim sooner). A step decided on the older claim would be
+ * taken a second time: its status write would pass, conditional on the
+ * version our own write produced. */
+int carp__lc_wait_for_cache(struct carp_lifecycle *l,
+                            const struct carp_nodeclaim *nc, const char *key);
 /* Writes the NodeClaim's status (conditions and fields) with the newest
  * resourceVersion we know (or rv when not NULL) as precondition. When the
  * cache does not show our last status write yet, nothing is written: the

@@ -121,22 +121,29 @@ int carp__lc_patch_node(struct carp_lifecycle *l, const char *key,
   return patch(l, key, TARGET_NODE, &ref, body, len, cb);
 }
 
+int carp__lc_wait_for_cache(struct carp_lifecycle *l,
+                            const struct carp_nodeclaim *nc, const char *key)
+{
+  struct claim_mem *m = carp_map_gets(&l->mem, key);
+  if (!m || !m->status_rv || strcmp(m->uid, nc->meta.uid) ||
+      !strcmp(m->status_rv, nc->meta.resource_version) ||
+      carp_rv_newer(m->status_rv, nc->meta.resource_version) != m->status_rv)
+    return 0;
+  carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER,
+                       STATUS_CATCH_UP_MS);
+  return 1;
+}
+
 int carp__lc_write_status(struct carp_lifecycle *l,
                           const struct carp_nodeclaim *nc,
                           const struct carp_nodeclaim_status *st,
                           const char *rv, const char *key, carp_lc_write_cb cb)
 {
   struct carp_kube_ref ref = carp_ref_nodeclaim(key, "status");
-  struct claim_mem *m = carp_map_gets(&l->mem, key);
   struct carp_buf body;
   int rc;
-  if (m && m->status_rv && !strcmp(m->uid, nc->meta.uid) &&
-      strcmp(m->status_rv, nc->meta.resource_version) &&
-      carp_rv_newer(m->status_rv, nc->meta.resource_version) == m->status_rv) {
-    carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER,
-                         STATUS_CATCH_UP_MS);
+  if (carp__lc_wait_for_cache(l, nc, key))
     return 0;
-  }
   carp_buf_init(&body, CARP_BUF_UNLIMITED);
   rc = carp_nodeclaim_status_patch(st, rv ? rv : carp__lc_claim_rv(l, nc),
                                    &body);

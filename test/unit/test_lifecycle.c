@@ -232,6 +232,38 @@ static void test_not_ready_node_initializes_when_ready(void **state)
   kit_close(&k);
 }
 
+/* A reconcile that comes before the cache shows the claim's Registered
+ * write (a Node event queued it while that write was in flight) waits for
+ * the cache: it does not sync the Node again, nor register twice. */
+static void test_registration_waits_for_the_cache(void **state)
+{
+  struct kit k;
+  (void)state;
+  setup(&k, 0);
+  claim(&k, "c1", "");
+  kit_start(&k);
+  kit_set_leader(&k, 0);
+  kubelet_joins(&k, "c1", "n1", 1);
+  /* From here the caches lag: they see none of the writes that follow. */
+  carp_kubemem_hold_watches(k.api, 1);
+  kit_set_leader(&k, 1);
+  assert_int_equal(kit_writes(&k, "PATCH", "/nodes/n1"), 1);
+  assert_int_equal(claim_writes(&k, "c1"), 3);
+  carp_controller_enqueue(k.ctls[0], "c1");
+  kit_settle(&k);
+  kit_advance(&k, 1 * SEC);
+  assert_int_equal(kit_writes(&k, "PATCH", "/nodes/n1"), 1);
+  assert_int_equal(claim_writes(&k, "c1"), 3);
+  carp_kubemem_hold_watches(k.api, 0);
+  kit_advance(&k, 1 * SEC);
+  assert_string_equal(cond(&k, "c1", "Initialized"), "True");
+  assert_int_equal(kit_writes(&k, "PATCH", "/nodes/n1"), 1);
+  assert_int_equal(claim_writes(&k, "c1"), 3);
+  assert_int_equal(kit_events(&k, "Registered"), 1);
+  assert_int_equal(kit_events(&k, "Initialized"), 1);
+  kit_close(&k);
+}
+
 /* A Node that stays NotReady past the hold: Registered is written then,
  * with why it is not initialized, and Initialized follows when it is. */
 static void test_not_ready_node_registers_after_the_hold(void **state)
@@ -580,6 +612,7 @@ int main(void)
       cmocka_unit_test(test_adopted_claim_gets_finalizer_before_launch),
       cmocka_unit_test(test_leader_loss_stops_a_launch_midway),
       cmocka_unit_test(test_close_with_a_launch_in_flight),
+      cmocka_unit_test(test_registration_waits_for_the_cache),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
