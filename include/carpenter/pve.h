@@ -173,6 +173,9 @@ typedef void (*carp_pve_task_cb)(int err, const char *message, void *arg);
 struct carp_pve_task_options {
   uint64_t timeout_ms;   /* deadline; 0: 5 min */
   uint64_t first_ms;     /* first poll; 0: 100 ms */
+  uint64_t expect_ms;    /* when the task should be done (0: unknown): the
+                            first poll then, if later than first_ms; the
+                            backoff from first_ms follows it */
   uint64_t max_delay_ms; /* poll backoff cap; 0: 750 ms */
   int stop_on_timeout;   /* DELETE the task at the deadline */
 };

@@ -254,6 +254,47 @@ static void test_upid(void **state)
   assert_int_equal(carp_pve_upid_parse(NULL, &u), CARP_EPARSE);
 }
 
+/* The first poll of a task waits nine tenths of the quickest of the last
+ * eight of its kind that succeeded. */
+static void test_task_pace(void **state)
+{
+  static struct pve_region r; /* zeroed: nothing learnt */
+  char key[80], other[8];
+  int i;
+  (void)state;
+  pve_pace_key("UPID:pve1:0001A2B0:09A409BE:6B02D756:qmclone:9000:root@pam:",
+               key, sizeof(key));
+  assert_string_equal(key, "qmclone:9000");
+  pve_pace_key("UPID:pve1:0001A2B0:09A409BE:6B02D756:qmstart:104:root@pam:",
+               key, sizeof(key));
+  assert_string_equal(key, "qmstart");
+  pve_pace_key("not a upid", key, sizeof(key));
+  assert_string_equal(key, "?");
+  assert_int_equal(pve_pace_first_ms(&r, "qmstart", 100), 100);
+  pve_pace_learn(&r, "qmstart", 2000);
+  pve_pace_learn(&r, "qmstart", 1500);
+  pve_pace_learn(&r, "qmstart", 3000);
+  assert_int_equal(pve_pace_first_ms(&r, "qmstart", 100), 1350);
+  /* Each kind apart. */
+  assert_int_equal(pve_pace_first_ms(&r, "qmclone:9000", 100), 100);
+  /* A quick one is remembered, and never makes the first poll sooner than
+   * the configured one. */
+  pve_pace_learn(&r, "qmstart", 50);
+  assert_int_equal(pve_pace_first_ms(&r, "qmstart", 100), 100);
+  /* Eight later ones push it out. */
+  for (i = 0; i < 8; i++)
+    pve_pace_learn(&r, "qmstart", 4000 + (uint64_t)i);
+  assert_int_equal(pve_pace_first_ms(&r, "qmstart", 100), 3600);
+  /* A new kind beyond the table's room takes the oldest kind's place. */
+  for (i = 0; i < PVE_PACE_KINDS; i++) {
+    snprintf(other, sizeof(other), "k%d", i);
+    pve_pace_learn(&r, other, 1000);
+  }
+  assert_int_equal(pve_pace_first_ms(&r, "qmstart", 100), 100);
+  assert_int_equal(pve_pace_first_ms(&r, "k0", 100), 900);
+  assert_int_equal(r.npaces, PVE_PACE_KINDS);
+}
+
 static void test_exitstatus(void **state)
 {
   (void)state;
@@ -492,6 +533,7 @@ int main(void)
       cmocka_unit_test(test_form),
       cmocka_unit_test(test_classify),
       cmocka_unit_test(test_upid),
+      cmocka_unit_test(test_task_pace),
       cmocka_unit_test(test_exitstatus),
       cmocka_unit_test(test_task_status),
       cmocka_unit_test(test_render),

@@ -148,10 +148,16 @@ static void on_task(int err, const char *msg, void *arg)
   op->task = NULL;
   op->wait = PVE_W_NONE;
   op->k_task = NULL;
-  if (op->task_upid && err != CARP_ECANCELED)
+  if (op->task_upid && err != CARP_ECANCELED) {
+    uint64_t took = carp_time_mono_ms() - op->task_start_ms;
     pve_metrics_task(op->pp, op->task_region->name, op->task_upid, err,
-                     (double)(carp_time_mono_ms() - op->task_start_ms) /
-                         1000.0);
+                     (double)took / 1000.0);
+    if (!err) {
+      char kind[80];
+      pve_pace_key(op->task_upid, kind, sizeof(kind));
+      pve_pace_learn(op->task_region, kind, took);
+    }
+  }
   CARP_FREE(&op->task_upid);
   if (op->canceled) {
     op->on_canceled(op);
@@ -171,6 +177,7 @@ void pve_op_task(struct pve_op *op, struct pve_region *r, const char *upid,
                  uint64_t timeout_ms, int stop_on_timeout, pve_task_k k)
 {
   struct carp_pve_task_options o;
+  char kind[80];
   int rc;
   op->k_task = k;
   if (op->canceled) {
@@ -180,6 +187,8 @@ void pve_op_task(struct pve_op *op, struct pve_region *r, const char *upid,
   memset(&o, 0, sizeof(o));
   o.timeout_ms = timeout_ms;
   o.first_ms = op->pp->o.task_poll_first_ms;
+  pve_pace_key(upid, kind, sizeof(kind));
+  o.expect_ms = pve_pace_first_ms(r, kind, o.first_ms);
   o.max_delay_ms = op->pp->o.task_poll_max_ms;
   o.stop_on_timeout = stop_on_timeout;
   op->wait = PVE_W_TASK;

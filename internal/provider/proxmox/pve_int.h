@@ -122,6 +122,15 @@ struct pve_recent {
   uint64_t until_ms;
 };
 
+/* Recent durations of one kind of task (taskpace.c). */
+#define PVE_PACE_KINDS   32
+#define PVE_PACE_SAMPLES 8
+struct pve_pace {
+  char key[80];
+  uint32_t ms[PVE_PACE_SAMPLES];
+  uint8_t n, next;
+};
+
 /* Description fields of a VM, cached by VMID for list(). */
 struct pve_desc {
   int64_t vmid;
@@ -188,6 +197,8 @@ struct pve_region {
   struct pve_recent *recent;
   size_t nrecent;
   int64_t cursor; /* next VMID to try within a range */
+  struct pve_pace paces[PVE_PACE_KINDS];
+  size_t npaces;
   struct pve_desc *descs;
   size_t ndescs;
   /* Host state over time (hosts.c). */
@@ -358,6 +369,19 @@ void pve_description_parse(const char *text, struct pve_desc *d);
 void pve_smbios_sku(const char *smbios1, char *out, size_t size);
 /* A property of a property string ("uuid" of smbios1); "" when absent. */
 void pve_prop_get(const char *propstr, const char *key, char *out, size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* Task pacing (taskpace.c)                                                 */
+
+/* The kind of the task a UPID names: its type, and a clone's source. */
+void pve_pace_key(const char *upid, char *out, size_t size);
+/* When to poll a task of this kind first: first_ms until some have
+ * succeeded, then nine tenths of the quickest recent one (not sooner than
+ * first_ms). */
+uint64_t pve_pace_first_ms(const struct pve_region *r, const char *key,
+                           uint64_t first_ms);
+/* A task of this kind succeeded, seen stopped ms after it was started. */
+void pve_pace_learn(struct pve_region *r, const char *key, uint64_t ms);
 
 /* ------------------------------------------------------------------------ */
 /* VMIDs (vmid.c)                                                           */

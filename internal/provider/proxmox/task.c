@@ -7,7 +7,9 @@
  * file already exists" from a racing clone...).
  *
  * The status must be asked of the node named inside the UPID (a task is
- * unknown elsewhere), so the UPID is parsed first. Polls back off from
+ * unknown elsewhere), so the UPID is parsed first. The first poll goes out
+ * when the caller expects the task to be done (taskpace.c learns that per
+ * kind of task), else at 100 ms. Polls back off from
  * 100 ms to 750 ms, doubling, with jitter (at 0.1, 0.3, 0.7, 1.45 s...:
  * a config or start task ends within the first three polls; a finished
  * clone is seen at most 750 ms late). Doubling rather than growing by half
@@ -306,7 +308,7 @@ int carp_pve_task_wait_start(struct carp_pve_client *c, const char *upid,
   struct carp_pve_task_wait *w;
   struct carp_pve_upid u;
   struct carp_buf path;
-  uint64_t first, cap, timeout;
+  uint64_t first, cap, timeout, at;
   int rc;
 
   if (!c || !upid || !cb)
@@ -342,7 +344,8 @@ int carp_pve_task_wait_start(struct carp_pve_client *c, const char *upid,
   w->stop_on_timeout = opts ? opts->stop_on_timeout : 0;
   w->cb = cb;
   w->arg = arg;
-  uv_timer_start(&w->timer, on_timer, first, 0);
+  at = opts && opts->expect_ms > first ? opts->expect_ms : first;
+  uv_timer_start(&w->timer, on_timer, at < timeout ? at : timeout, 0);
   if (out)
     *out = w;
   return 0;

@@ -423,6 +423,31 @@ class TestHosts(ProviderCase):
         self.assertEqual(metric_value(text, "carpenter_proxmox_host_up", zone="pve3"), 0)
 
 
+class TestTaskPace(ProviderCase):
+    """A task's first status poll goes out when tasks of its kind have
+    lately been done, not at 100 ms."""
+    sim_args = ("--start-seconds", "1.0")
+
+    def test_polls_learn_how_long_a_start_takes(self):
+        ev = self.drive(nodeclass(), "create:count=1,prefix=pace1,zone=pve1",
+                        "create:count=1,prefix=pace2,zone=pve1",
+                        "create:count=1,prefix=pace3,zone=pve1", "delete")
+        vmids = [c["vmid"] for c in self.of(ev, "create")]
+        self.assertTrue(all(c["status"] == 0 for c in self.of(ev, "create")), ev)
+
+        def start_polls(vmid):
+            return len([r for r in self.requests() if r["method"] == "GET" and
+                        r.get("rel", "").endswith("/status") and
+                        (":qmstart:%d:" % vmid) in r.get("rel", "")])
+        polls = [start_polls(v) for v in vmids]
+        # The first from 0.1 s on, doubling (six or seven polls: a start
+        # here takes a little over a second); later ones first at nine
+        # tenths of the quickest so far, then 0.2 s and 0.4 s later.
+        self.assertGreaterEqual(polls[0], 4, polls)
+        self.assertLessEqual(polls[2], 3, polls)
+        self.assert_clean(vmids)
+
+
 class TestHostBack(ProviderCase):
     """A crashed host that comes back starts its onboot guests; a delete
     that finds one still stopped races that start."""

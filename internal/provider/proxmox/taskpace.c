@@ -1,0 +1,77 @@
+/* taskpace.c: how long each kind of Proxmox task has been taking, so that
+ * the first status poll of the next one goes out about when it should be
+ * done instead of at 100 ms.
+ *
+ * Every status poll is a request pveproxy answers with a perl worker, and
+ * most tasks take far longer than the first poll's 100 ms: a start of half
+ * a second cost four polls, a linked clone of two seconds six. Tasks of one
+ * kind take about as long as each other, so the first poll goes out at
+ * nine tenths of the quickest of the last few of that kind that succeeded;
+ * the usual doubling from 100 ms follows it. A kind is the UPID's type,
+ * and for a clone also its source VMID: a full clone of a big template and
+ * a linked one of a small template take very different times. The quickest
+ * rather than the mean, so that one slow task (a busy storage) does not
+ * make the next quick one wait; what is learnt is the time until a poll
+ * saw the task stopped, never less than it ran, so a first poll that comes
+ * too early is followed by a short wait, and one that came late teaches a
+ * shorter time next. */
+#include <stdio.h>
+#include <string.h>
+
+#include "carpenter/alloc.h"
+#include "pve_int.h"
+
+void pve_pace_key(const char *upid, char *out, size_t size)
+{
+  struct carp_pve_upid u;
+  if (carp_pve_upid_parse(upid, &u)) {
+    snprintf(out, size, "?");
+    return;
+  }
+  if (!strcmp(u.type, "qmclone"))
+    snprintf(out, size, "%s:%s", u.type, u.id);
+  else
+    snprintf(out, size, "%s", u.type);
+}
+
+static size_t find(const struct pve_region *r, const char *key)
+{
+  size_t i;
+  for (i = 0; i < r->npaces; i++)
+    if (!strcmp(r->paces[i].key, key))
+      break;
+  return i;
+}
+
+uint64_t pve_pace_first_ms(const struct pve_region *r, const char *key,
+                           uint64_t first_ms)
+{
+  size_t k = find(r, key);
+  const struct pve_pace *p = k < r->npaces ? &r->paces[k] : NULL;
+  uint64_t quickest = UINT64_MAX, at;
+  size_t i;
+  for (i = 0; p && i < p->n; i++)
+    if (p->ms[i] < quickest)
+      quickest = p->ms[i];
+  if (quickest == UINT64_MAX)
+    return first_ms;
+  at = quickest / 10 * 9;
+  return at > first_ms ? at : first_ms;
+}
+
+void pve_pace_learn(struct pve_region *r, const char *key, uint64_t ms)
+{
+  size_t k = find(r, key);
+  struct pve_pace *p = k < r->npaces ? &r->paces[k] : NULL;
+  if (!p) {
+    if (r->npaces == PVE_PACE_KINDS) /* the oldest kind makes room */
+      memmove(&r->paces[0], &r->paces[1], (--r->npaces) * sizeof(r->paces[0]));
+    p = &r->paces[r->npaces++];
+    memset(p, 0, sizeof(*p));
+    snprintf(p->key, sizeof(p->key), "%s", key);
+  }
+  p->ms[p->next] = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+  p->next = (uint8_t)((p->next + 1) % PVE_PACE_SAMPLES);
+  if (p->n < PVE_PACE_SAMPLES)
+    p->n++;
+}
