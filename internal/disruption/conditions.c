@@ -1,10 +1,17 @@
 /* conditions.c: the nodeclaim.disruption controller, which keeps on each
  * NodeClaim what the disruption controller and a user read:
  *
- *   status.lastPodEventTime  the last time a pod came to or left its node
- *                            (as Karpenter's podevents controller writes
- *                            it, at most every 5 s per NodeClaim), so the
- *                            quiet time survives a change of leader;
+ *   status.lastPodEventTime  the last time a pod came to or left its node,
+ *                            for users and other tools (the quiet time is
+ *                            measured from the events themselves, and a
+ *                            new leader waits consolidateAfter from its
+ *                            start whatever was written); written once the
+ *                            node has been quiet for 5 s, with any other
+ *                            change, or when what is written is a minute
+ *                            behind - not on every pod, as Karpenter's
+ *                            podevents controller does: pods bound one by
+ *                            one over minutes cost a write and a watch
+ *                            event each;
  *   Consolidatable           True once the node has been quiet for its
  *                            pool's consolidateAfter, removed when a pod
  *                            comes or goes;
@@ -30,9 +37,10 @@
 #include "carpenter/log.h"
 #include "disruption_int.h"
 
-#define POD_EVENT_DEDUPE_MS 5000
-#define DRIFT_RESYNC_MS     (5 * 60 * 1000)
-#define HOSTS_POLL_MS       (5 * 1000)
+#define POD_EVENT_QUIET_MS 5000
+#define POD_EVENT_STALE_MS (60 * 1000)
+#define DRIFT_RESYNC_MS    (5 * 60 * 1000)
+#define HOSTS_POLL_MS      (5 * 1000)
 /* The key of the host poll: not a NodeClaim name (DNS subdomains have no
  * '~'). */
 #define HOSTS_KEY "~hosts"
@@ -194,17 +202,6 @@ static void reconcile(struct carp_controller *c, const char *key)
     finish(c, key, nc, &st, changed, 0);
     return;
   }
-  event =
-      node ? carp_cluster_last_pod_event(c->env.cluster, node->meta.name) : 0;
-  if (event > st.last_pod_event_ms) {
-    if (event - st.last_pod_event_ms >= POD_EVENT_DEDUPE_MS ||
-        !st.last_pod_event_ms) {
-      st.last_pod_event_ms = event;
-      changed = 1;
-    } else {
-      after = (uint64_t)(st.last_pod_event_ms + POD_EVENT_DEDUPE_MS - event);
-    }
-  }
   since = carp__dis_since(c->env.cluster, nc, node, cc->active_since);
   want = np && !np->has_replicas &&
          np->consolidate_after_ms != CARP_DURATION_NEVER &&
@@ -220,6 +217,24 @@ static void reconcile(struct carp_controller *c, const char *key)
     uint64_t left = (uint64_t)(since + np->consolidate_after_ms - now);
     if (!after || left < after)
       after = left;
+  }
+  event =
+      node ? carp_cluster_last_pod_event(c->env.cluster, node->meta.name) : 0;
+  if (event > st.last_pod_event_ms) {
+    const struct carp_condition *init =
+        carp_conditions_get(&st.conditions, CARP_COND_INITIALIZED);
+    int64_t base = st.last_pod_event_ms ? st.last_pod_event_ms
+                   : init               ? init->transition_ms
+                                        : event;
+    int64_t due = event + POD_EVENT_QUIET_MS;
+    if (base + POD_EVENT_STALE_MS < due)
+      due = base + POD_EVENT_STALE_MS;
+    if (changed || now >= due) {
+      st.last_pod_event_ms = event;
+      changed = 1;
+    } else if (!after || (uint64_t)(due - now) < after) {
+      after = (uint64_t)(due - now);
+    }
   }
   finish(c, key, nc, &st, changed, after);
 }

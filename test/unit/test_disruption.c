@@ -118,6 +118,63 @@ static void test_pod_event_restarts_the_wait(void **state)
   kit_close(&k);
 }
 
+/* lastPodEventTime is written once the node has been quiet for 5 s, or
+ * when what is written is a minute behind: not every 5 s while pods keep
+ * coming. The quiet time is measured from the pods all the same. */
+static void test_last_pod_event_written_when_quiet(void **state)
+{
+  struct kit k;
+  char name[16], want[CARP_RFC3339_LEN];
+  size_t writes;
+  int i;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "
+            "30s}");
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  kit_start(&k);
+  writes = kit_writes(&k, "PATCH", "/nodeclaims/n1/status");
+  /* A pod every 2 s for 50 s: nothing written. */
+  for (i = 0; i < 25; i++) {
+    snprintf(name, sizeof(name), "p%d", i);
+    kit_pod(&k, "default", name, "n1", 10, RS_OWNER);
+    kit_advance(&k, 2 * SEC);
+  }
+  assert_int_equal(kit_writes(&k, "PATCH", "/nodeclaims/n1/status"), writes);
+  assert_null(
+      kit_str(&k, "NodeClaim", "n1", "status", "lastPodEventTime", NULL));
+  /* Quiet for 5 s: written, with the last pod's time. */
+  carp_time_format_rfc3339(carp_clock_wall_ms(k.clock) - 2 * SEC, 0, want);
+  kit_advance(&k, 3 * SEC);
+  assert_int_equal(kit_writes(&k, "PATCH", "/nodeclaims/n1/status"),
+                   writes + 1);
+  assert_string_equal(
+      kit_str(&k, "NodeClaim", "n1", "status", "lastPodEventTime", NULL), want);
+  /* Pods every 2 s for 150 s: written when a minute behind, twice. */
+  for (i = 0; i < 75; i++) {
+    snprintf(name, sizeof(name), "q%d", i);
+    kit_pod(&k, "default", name, "n1", 10, RS_OWNER);
+    kit_advance(&k, 2 * SEC);
+  }
+  assert_int_equal(kit_writes(&k, "PATCH", "/nodeclaims/n1/status"),
+                   writes + 3);
+  /* The node was never quiet for its 30 s; it is once they all go. */
+  assert_null(kit_condition(&k, "NodeClaim", "n1", "Consolidatable", NULL));
+  for (i = 0; i < 25; i++) {
+    snprintf(name, sizeof(name), "default/p%d", i);
+    kit_delete(&k, "Pod", name);
+  }
+  for (i = 0; i < 75; i++) {
+    snprintf(name, sizeof(name), "default/q%d", i);
+    kit_delete(&k, "Pod", name);
+  }
+  kit_advance(&k, 29 * SEC);
+  assert_null(kit_condition(&k, "NodeClaim", "n1", "Consolidatable", NULL));
+  kit_advance(&k, 2 * SEC);
+  assert_string_equal(
+      kit_condition(&k, "NodeClaim", "n1", "Consolidatable", NULL), "True");
+  kit_close(&k);
+}
+
 static void test_budget_zero_blocks(void **state)
 {
   struct kit k;
@@ -662,6 +719,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_empty_node_after_consolidate_after),
       cmocka_unit_test(test_pod_event_restarts_the_wait),
+      cmocka_unit_test(test_last_pod_event_written_when_quiet),
       cmocka_unit_test(test_budget_zero_blocks),
       cmocka_unit_test(test_budget_window_opens_and_closes),
       cmocka_unit_test(test_validation_drops_a_changed_candidate),
