@@ -20,6 +20,10 @@
 
 #define EXPECT_TTL_MS (60 * 1000)
 #define SWEEP_MS      1000
+/* Pod times are dropped by the pod metrics once they see the pod Ready;
+ * the sweep only frees what they never saw, so it can be rare: a pass
+ * looks up every pending pod, thousands while a big scale-out waits. */
+#define PODTIMES_SWEEP_EVERY 30
 
 struct expect {
   char *name;
@@ -47,6 +51,10 @@ struct book {
   struct carp_clock *clock;    /* NULL: the system clock */
   struct carp_vbook *virt;     /* virtual.c */
   struct carp_podtimes *times; /* podtimes.c */
+  /* No nomination lapses before this (0: none held): the sweep passes
+   * over them only then, not every second. */
+  int64_t nominations_due_ms;
+  unsigned sweeps;
   uv_timer_t sweep;
 };
 
@@ -276,6 +284,8 @@ void carp_cluster_nominate(struct carp_cluster *c, const char *pod_uid,
   n->until_ms = n->since_ms + (int64_t)ttl_ms;
   carp_map_puts(&b->nominations, n->uid, n);
   target_count(b, n->target, +1);
+  if (!b->nominations_due_ms || n->until_ms < b->nominations_due_ms)
+    b->nominations_due_ms = n->until_ms;
 }
 
 const char *carp_cluster_nomination(const struct carp_cluster *c,
@@ -486,16 +496,13 @@ static void claim_deleted(struct carp_objmeta *obj, void *arg)
   carp_cluster_unmark_replaced(c, obj->name);
 }
 
-static void on_sweep(uv_timer_t *t)
+/* Drops the nominations that lapsed and finds when the next one does. */
+static void sweep_nominations(struct book *b, int64_t now)
 {
-  struct carp_cluster *c = t->data;
-  struct book *b = book_of(c);
   struct carp_map_iter it;
   void *v;
-  int64_t now = now_ms(b);
   char **drop = NULL;
   size_t n = 0, cap = 0, i;
-
   carp_map_iter_init(&it);
   while (carp_map_next(&b->nominations, &it, NULL, NULL, &v)) {
     struct nomination *nm = v;
@@ -509,7 +516,28 @@ static void on_sweep(uv_timer_t *t)
   }
   for (i = 0; i < n; i++)
     nomination_free(b, carp_map_dels(&b->nominations, drop[i]));
-  n = 0;
+  carp_free(drop);
+  b->nominations_due_ms = 0;
+  carp_map_iter_init(&it);
+  while (carp_map_next(&b->nominations, &it, NULL, NULL, &v)) {
+    struct nomination *nm = v;
+    if (!b->nominations_due_ms || nm->until_ms < b->nominations_due_ms)
+      b->nominations_due_ms = nm->until_ms;
+  }
+}
+
+static void on_sweep(uv_timer_t *t)
+{
+  struct carp_cluster *c = t->data;
+  struct book *b = book_of(c);
+  struct carp_map_iter it;
+  void *v;
+  int64_t now = now_ms(b);
+  char **drop = NULL;
+  size_t n = 0, cap = 0, i;
+
+  if (b->nominations_due_ms && b->nominations_due_ms <= now)
+    sweep_nominations(b, now);
   carp_map_iter_init(&it);
   while (carp_map_next(&b->expects, &it, NULL, NULL, &v)) {
     struct expect *e = v;
@@ -526,7 +554,8 @@ static void on_sweep(uv_timer_t *t)
   for (i = 0; i < n; i++)
     drop_expect(b, drop[i]);
   carp_free(drop);
-  carp__podtimes_sweep(b->times, carp_informer_store(c->pods));
+  if (++b->sweeps % PODTIMES_SWEEP_EVERY == 0)
+    carp__podtimes_sweep(b->times, carp_informer_store(c->pods));
 }
 
 void carp__cluster_book_init(struct carp_cluster *c,
