@@ -173,6 +173,10 @@ int carp_http_client_new(uv_loop_t *loop,
  * carp_http_request_start on this client returns CARP_ECANCELED. The loop
  * must run for the client's memory to be released. Calling it twice is an
  * error (logged, ignored). */
+/* Changes max_host_connections for the connections opened from now on
+ * (0: no limit); CARP_EINVAL when n is negative or curl refuses it. */
+int carp_http_client_set_max_host_connections(struct carp_http_client *c,
+                                              long n);
 void carp_http_client_close(struct carp_http_client *c,
                             void (*close_cb)(void *arg), void *arg);
 

@@ -441,6 +441,15 @@ static int template_setup(struct carp_http_client *c,
   return carp__http_tls_apply(&c->tls, h);
 }
 
+int carp_http_client_set_max_host_connections(struct carp_http_client *c,
+                                              long n)
+{
+  if (!c || n < 0 ||
+      curl_multi_setopt(c->multi, CURLMOPT_MAX_HOST_CONNECTIONS, n) != CURLM_OK)
+    return CARP_EINVAL;
+  return 0;
+}
+
 int carp_http_client_new(uv_loop_t *loop,
                          const struct carp_http_client_options *opts,
                          struct carp_http_client **out)

@@ -543,6 +543,14 @@ static void send_op(struct carp_kube_op *op)
   op->k->requests++;
 }
 
+void carp__kube_connections(struct carp_kube *k, int watch_delta)
+{
+  k->watches += watch_delta;
+  if (k->http)
+    (void)carp_http_client_set_max_host_connections(
+        k->http, CARP_KUBE_MAX_REQUESTS + (k->watches > 0 ? k->watches : 0));
+}
+
 void carp_kube_cancel(struct carp_kube_op *op)
 {
   if (!op || op->cancelled || op->state >= OP_DELIVERING)
@@ -845,9 +853,9 @@ int carp_kube_new(uv_loop_t *loop, const struct carp_kube_options *opts,
   ho.tls.insecure = k->cfg.insecure;
   /* Over HTTP/2 everything shares one connection; over HTTP/1.1 each
    * request in flight needs its own, and a burst of creates would open
-   * (and keep, each with its TLS state) one per request. Room for the
-   * long-lived watches plus 25 requests, client-go's idle pool size. */
-  ho.max_host_connections = CARP_KUBE_MAX_CONNECTIONS;
+   * (and keep, each with its TLS state) one per request. The limit grows
+   * with the watches (carp__kube_connections). */
+  ho.max_host_connections = CARP_KUBE_MAX_REQUESTS;
   snprintf(ua, sizeof(ua), "carpenter/%s", CARP_VERSION);
   ho.user_agent = opts->user_agent ? opts->user_agent : ua;
   rc = carp_http_client_new(loop, &ho, &k->http);

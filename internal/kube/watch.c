@@ -58,6 +58,10 @@ static void on_done(struct carp_http_request *req, int status,
   yajl_val body = NULL;
 
   op->req = NULL;
+  if (op->counted) {
+    op->counted = 0;
+    carp__kube_connections(op->k, -1);
+  }
   carp__kube_count(op, status < 0 ? 0 : op->watch_status);
   if (op->cancelled) {
     err = CARP_ECANCELED;
@@ -92,7 +96,7 @@ int carp__kube_watch_send(struct carp_kube_op *op)
 {
   struct carp_http_header h[4];
   struct carp_http_request_options o;
-  int n = carp__kube_headers(op, h, CARP_ARRAY_LEN(h));
+  int n = carp__kube_headers(op, h, CARP_ARRAY_LEN(h)), rc;
   memset(&o, 0, sizeof(o));
   o.method = "GET";
   o.url = op->url;
@@ -105,7 +109,12 @@ int carp__kube_watch_send(struct carp_kube_op *op)
   o.arg = op;
   op->attempts++;
   op->state = OP_IN_FLIGHT;
-  return carp_http_request_start(op->k->http, &o, &op->req);
+  rc = carp_http_request_start(op->k->http, &o, &op->req);
+  if (!rc) {
+    op->counted = 1;
+    carp__kube_connections(op->k, +1);
+  }
+  return rc;
 }
 
 void carp__kube_watch_deliver_error(struct carp_kube_op *op, int err)
