@@ -34,6 +34,7 @@
 #include "carpenter/alloc.h"
 #include "carpenter/duration.h"
 #include "carpenter/error.h"
+#include "carpenter/json.h"
 #include "carpenter/log.h"
 #include "disruption_int.h"
 
@@ -41,6 +42,7 @@
 #define POD_EVENT_STALE_MS (60 * 1000)
 #define DRIFT_RESYNC_MS    (5 * 60 * 1000)
 #define HOSTS_POLL_MS      (5 * 1000)
+#define CACHE_CATCH_UP_MS  200
 /* The key of the host poll: not a NodeClaim name (DNS subdomains have no
  * '~'). */
 #define HOSTS_KEY "~hosts"
@@ -48,9 +50,17 @@
 struct claim_conditions {
   struct carp_controller base;
   int64_t active_since;
-  struct carp_map hosts; /* the host poll's last states */
-  struct carp_map memos; /* claim name (the memo's) -> struct drift_memo */
+  struct carp_map hosts;   /* the host poll's last states */
+  struct carp_map memos;   /* claim name (the memo's) -> struct drift_memo */
+  struct carp_map written; /* claim name (its) -> struct written */
   uint64_t epoch;
+};
+
+/* The resourceVersion our last status write to a claim produced, kept
+ * until the cache shows it. */
+struct written {
+  char *rv;
+  char name[];
 };
 
 /* A claim's drift as last worked out, and from what. */
@@ -70,6 +80,15 @@ static void memo_free(struct drift_memo *m)
   carp_free(m);
 }
 
+static void written_drop(struct claim_conditions *cc, const char *name)
+{
+  struct written *w = carp_map_dels(&cc->written, name);
+  if (w) {
+    carp_free(w->rv);
+    carp_free(w);
+  }
+}
+
 static void memo_drop(struct claim_conditions *cc, const char *name)
 {
   struct drift_memo *m = carp_map_gets(&cc->memos, name);
@@ -77,6 +96,25 @@ static void memo_drop(struct claim_conditions *cc, const char *name)
     carp_map_dels(&cc->memos, name);
     memo_free(m);
   }
+  written_drop(cc, name);
+}
+
+/* Whether the cache does not show our last status write to nc yet.
+ * Deciding on the older claim would write again what was just written,
+ * as the next pod event came: at 5,000 pods most status writes had such
+ * a twin. The write's own watch event queues the claim. */
+static int cache_behind(struct claim_conditions *cc,
+                        const struct carp_nodeclaim *nc)
+{
+  const struct written *w = carp_map_gets(&cc->written, nc->meta.name);
+  const char *have = nc->meta.resource_version;
+  if (!w)
+    return 0;
+  if (have && (!strcmp(w->rv, have) || carp_rv_newer(w->rv, have) != w->rv)) {
+    written_drop(cc, nc->meta.name);
+    return 0;
+  }
+  return 1;
 }
 
 static int same(const char *memo, const char *rv)
@@ -142,6 +180,23 @@ static int set_drifted(struct carp_controller *c,
 }
 
 /* Writes st when it changed, else waits after_ms (0: for an event). */
+static void on_written(struct carp_controller *c, const char *key,
+                       const struct carp_kube_result *res, void *arg)
+{
+  const char *rv =
+      res->err ? NULL
+               : carp_json_str(res->body, "metadata", "resourceVersion", NULL);
+  written_drop(CC(c), key);
+  if (rv && *rv) {
+    size_t n = strlen(key);
+    struct written *w = carp_calloc(1, sizeof(*w) + n + 1);
+    memcpy(w->name, key, n + 1);
+    w->rv = carp_strdup(rv);
+    carp_map_puts(&CC(c)->written, w->name, w);
+  }
+  carp_write_done_until_event(c, key, res, arg);
+}
+
 static void finish(struct carp_controller *c, const char *key,
                    const struct carp_nodeclaim *nc,
                    struct carp_nodeclaim_status *st, int changed,
@@ -161,8 +216,7 @@ static void finish(struct carp_controller *c, const char *key,
   rc = carp_nodeclaim_status_patch(st, nc->meta.resource_version, &body);
   if (!rc) {
     struct carp_kube_ref ref = carp_ref_nodeclaim(nc->meta.name, "status");
-    rc = carp_write_patch(c, key, &ref, body.ptr, body.len,
-                          carp_write_done_until_event, NULL);
+    rc = carp_write_patch(c, key, &ref, body.ptr, body.len, on_written, NULL);
   }
   carp_buf_free(&body);
   carp_nodeclaim_status_cleanup(st);
@@ -193,6 +247,11 @@ static void reconcile(struct carp_controller *c, const char *key)
     carp_controller_done(c, key, CARP_RECONCILE_DONE, 0);
     return;
   }
+  if (cache_behind(cc, nc)) {
+    carp_controller_done(c, key, CARP_RECONCILE_REQUEUE_AFTER,
+                         CACHE_CATCH_UP_MS);
+    return;
+  }
   pool = carp_nodeclaim_nodepool(nc);
   np = pool ? carp_cluster_nodepool(c->env.cluster, pool) : NULL;
   node = carp_cluster_node_of_nodeclaim(c->env.cluster, nc);
@@ -220,6 +279,9 @@ static void reconcile(struct carp_controller *c, const char *key)
   }
   event =
       node ? carp_cluster_last_pod_event(c->env.cluster, node->meta.name) : 0;
+  /* The API keeps whole seconds: compared in milliseconds, what comes
+   * back would be older than what was written, and written again. */
+  event -= event % 1000;
   if (event > st.last_pod_event_ms) {
     const struct carp_condition *init =
         carp_conditions_get(&st.conditions, CARP_COND_INITIALIZED);
@@ -339,6 +401,12 @@ static void cc_free(struct carp_controller *c)
   while (carp_map_next(&CC(c)->memos, &it, NULL, NULL, &v))
     memo_free(v);
   carp_map_free(&CC(c)->memos);
+  carp_map_iter_init(&it);
+  while (carp_map_next(&CC(c)->written, &it, NULL, NULL, &v)) {
+    carp_free(((struct written *)v)->rv);
+    carp_free(v);
+  }
+  carp_map_free(&CC(c)->written);
   carp__dis_hosts_free(&CC(c)->hosts);
   carp_free(CC(c));
 }
@@ -363,10 +431,12 @@ int carp_disruption_conditions_new(const struct carp_controller_env *env,
   cc = CARP_NEW(struct claim_conditions);
   carp_map_init(&cc->hosts);
   carp_map_init(&cc->memos);
+  carp_map_init(&cc->written);
   rc = carp_controller_init(&cc->base, env, &conditions_def);
   if (rc) {
     carp_map_free(&cc->hosts);
     carp_map_free(&cc->memos);
+    carp_map_free(&cc->written);
     carp_free(cc);
     return rc;
   }

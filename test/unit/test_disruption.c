@@ -175,6 +175,66 @@ static void test_last_pod_event_written_when_quiet(void **state)
   kit_close(&k);
 }
 
+/* Writes that reached the server, refused ones (409) too. */
+static size_t attempts(struct kit *k, const char *path_part)
+{
+  return carp_kubemem_count_writes(k->api, "PATCH", path_part, 0);
+}
+
+/* A claim queued again before the cache shows the status write just made
+ * (the next pod event) waits for it instead of sending the same change a
+ * second time, conditional on a version the server has moved past. */
+/* A pod that comes between two seconds: lastPodEventTime is written once,
+ * as the API keeps it (whole seconds), not again every 5 s because what
+ * comes back is older than the event. */
+static void test_last_pod_event_in_whole_seconds(void **state)
+{
+  struct kit k;
+  char want[CARP_RFC3339_LEN];
+  size_t writes;
+  (void)state;
+  setup(&k, "disruption: {consolidateAfter: Never}");
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  kit_start(&k);
+  kit_advance(&k, 1500);
+  writes = kit_writes(&k, "PATCH", "/nodeclaims/n1/status");
+  kit_pod(&k, "default", "half", "n1", 10, RS_OWNER);
+  carp_time_format_rfc3339(carp_clock_wall_ms(k.clock) / 1000 * 1000, 0, want);
+  kit_advance(&k, 10 * 60 * SEC);
+  assert_int_equal(kit_writes(&k, "PATCH", "/nodeclaims/n1/status"),
+                   writes + 1);
+  assert_string_equal(
+      kit_str(&k, "NodeClaim", "n1", "status", "lastPodEventTime", NULL), want);
+  kit_close(&k);
+}
+
+static void test_status_written_once_while_the_cache_lags(void **state)
+{
+  struct kit k;
+  size_t writes;
+  (void)state;
+  setup(&k, "disruption: {consolidateAfter: Never}");
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  kit_start(&k);
+  kit_advance(&k, 30 * SEC);
+  kit_pod(&k, "default", "p1", "n1", 10, RS_OWNER);
+  writes = attempts(&k, "/nodeclaims/n1/status");
+  /* From here the caches see none of the writes that follow. */
+  carp_kubemem_hold_watches(k.api, 1);
+  kit_advance(&k, 6 * SEC); /* quiet: lastPodEventTime is written */
+  assert_int_equal(attempts(&k, "/nodeclaims/n1/status"), writes + 1);
+  carp_controller_enqueue(k.ctls[2], "n1");
+  kit_settle(&k);
+  kit_advance(&k, 1 * SEC);
+  assert_int_equal(attempts(&k, "/nodeclaims/n1/status"), writes + 1);
+  carp_kubemem_hold_watches(k.api, 0);
+  kit_advance(&k, 1 * SEC);
+  assert_non_null(
+      kit_str(&k, "NodeClaim", "n1", "status", "lastPodEventTime", NULL));
+  assert_int_equal(attempts(&k, "/nodeclaims/n1/status"), writes + 1);
+  kit_close(&k);
+}
+
 static void test_budget_zero_blocks(void **state)
 {
   struct kit k;
@@ -720,6 +780,8 @@ int main(void)
       cmocka_unit_test(test_empty_node_after_consolidate_after),
       cmocka_unit_test(test_pod_event_restarts_the_wait),
       cmocka_unit_test(test_last_pod_event_written_when_quiet),
+      cmocka_unit_test(test_status_written_once_while_the_cache_lags),
+      cmocka_unit_test(test_last_pod_event_in_whole_seconds),
       cmocka_unit_test(test_budget_zero_blocks),
       cmocka_unit_test(test_budget_window_opens_and_closes),
       cmocka_unit_test(test_validation_drops_a_changed_candidate),
