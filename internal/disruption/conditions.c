@@ -100,9 +100,10 @@ static void memo_drop(struct claim_conditions *cc, const char *name)
 }
 
 /* Whether the cache does not show our last status write to nc yet.
- * Deciding on the older claim would write again what was just written,
- * as the next pod event came: at 5,000 pods most status writes had such
- * a twin. The write's own watch event queues the claim. */
+ * Deciding on the older claim (the next pod event comes at once) would
+ * send again what was just written, conditional on a version the server
+ * has moved past: a 409 and a retry. The write's own watch event queues
+ * the claim. */
 static int cache_behind(struct claim_conditions *cc,
                         const struct carp_nodeclaim *nc)
 {
@@ -110,7 +111,7 @@ static int cache_behind(struct claim_conditions *cc,
   const char *have = nc->meta.resource_version;
   if (!w)
     return 0;
-  if (have && (!strcmp(w->rv, have) || carp_rv_newer(w->rv, have) != w->rv)) {
+  if (!have || !strcmp(w->rv, have) || carp_rv_newer(w->rv, have) != w->rv) {
     written_drop(cc, nc->meta.name);
     return 0;
   }
@@ -179,7 +180,7 @@ static int set_drifted(struct carp_controller *c,
                              nc->meta.generation, now);
 }
 
-/* Writes st when it changed, else waits after_ms (0: for an event). */
+/* Remembers what our write produced (cache_behind). */
 static void on_written(struct carp_controller *c, const char *key,
                        const struct carp_kube_result *res, void *arg)
 {
@@ -197,6 +198,7 @@ static void on_written(struct carp_controller *c, const char *key,
   carp_write_done_until_event(c, key, res, arg);
 }
 
+/* Writes st when it changed, else waits after_ms (0: for an event). */
 static void finish(struct carp_controller *c, const char *key,
                    const struct carp_nodeclaim *nc,
                    struct carp_nodeclaim_status *st, int changed,
