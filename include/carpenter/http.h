@@ -165,6 +165,10 @@ void carp_http_global_cleanup(void);
 int carp_http_client_new(uv_loop_t *loop,
                          const struct carp_http_client_options *opts,
                          struct carp_http_client **out);
+/* Changes max_host_connections for the connections opened from now on
+ * (0: no limit); CARP_EINVAL when n is negative or curl refuses it. */
+int carp_http_client_set_max_host_connections(struct carp_http_client *c,
+                                              long n);
 /* Cancels every request in flight (each gets on_done with CARP_ECANCELED),
  * releases curl and libuv resources, and calls close_cb (if not NULL) once
  * the last handle is closed. The client must not be used afterwards.
@@ -173,10 +177,6 @@ int carp_http_client_new(uv_loop_t *loop,
  * carp_http_request_start on this client returns CARP_ECANCELED. The loop
  * must run for the client's memory to be released. Calling it twice is an
  * error (logged, ignored). */
-/* Changes max_host_connections for the connections opened from now on
- * (0: no limit); CARP_EINVAL when n is negative or curl refuses it. */
-int carp_http_client_set_max_host_connections(struct carp_http_client *c,
-                                              long n);
 void carp_http_client_close(struct carp_http_client *c,
                             void (*close_cb)(void *arg), void *arg);
 

@@ -203,6 +203,10 @@ int carp_rv_parse(const char *rv, uint64_t *out);
 /* The newer of two resourceVersions; a (the caller's own) when they
  * cannot be compared or are equal; the other when one is empty/NULL. */
 const char *carp_rv_newer(const char *a, const char *b);
+/* Whether an object at resourceVersion have is older than written, the
+ * version one of our own writes produced: a cache showing have does not
+ * show that write yet. 0 when either is missing. */
+int carp_rv_behind(const char *have, const char *written);
 
 /* Requests made so far (all attempts); for tests and metrics. */
 uint64_t carp_kube_request_count(const struct carp_kube *k);

@@ -108,10 +108,9 @@ static int cache_behind(struct claim_conditions *cc,
                         const struct carp_nodeclaim *nc)
 {
   const struct written *w = carp_map_gets(&cc->written, nc->meta.name);
-  const char *have = nc->meta.resource_version;
   if (!w)
     return 0;
-  if (!have || !strcmp(w->rv, have) || carp_rv_newer(w->rv, have) != w->rv) {
+  if (!carp_rv_behind(nc->meta.resource_version, w->rv)) {
     written_drop(cc, nc->meta.name);
     return 0;
   }

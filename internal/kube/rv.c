@@ -41,6 +41,12 @@ const char *carp_rv_newer(const char *a, const char *b)
   return y > x ? b : a;
 }
 
+int carp_rv_behind(const char *have, const char *written)
+{
+  return have && written && *written && strcmp(written, have) &&
+         carp_rv_newer(written, have) == written;
+}
+
 int carp_kube_error_permanent(const struct carp_kube_result *res)
 {
   switch (res->err) {

@@ -125,9 +125,8 @@ int carp__lc_wait_for_cache(struct carp_lifecycle *l,
                             const struct carp_nodeclaim *nc, const char *key)
 {
   struct claim_mem *m = carp_map_gets(&l->mem, key);
-  if (!m || !m->status_rv || strcmp(m->uid, nc->meta.uid) ||
-      !strcmp(m->status_rv, nc->meta.resource_version) ||
-      carp_rv_newer(m->status_rv, nc->meta.resource_version) != m->status_rv)
+  if (!m || strcmp(m->uid, nc->meta.uid) ||
+      !carp_rv_behind(nc->meta.resource_version, m->status_rv))
     return 0;
   carp_controller_done(&l->base, key, CARP_RECONCILE_REQUEUE_AFTER,
                        STATUS_CATCH_UP_MS);
