@@ -133,8 +133,8 @@ static void test_last_pod_event_written_when_quiet(void **state)
   kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
   kit_start(&k);
   writes = kit_writes(&k, "PATCH", "/nodeclaims/n1/status");
-  /* A pod every 2 s for 50 s: nothing written. */
-  for (i = 0; i < 25; i++) {
+  /* A pod every 2 s for 20 s: nothing written. */
+  for (i = 0; i < 10; i++) {
     snprintf(name, sizeof(name), "p%d", i);
     kit_pod(&k, "default", name, "n1", 10, RS_OWNER);
     kit_advance(&k, 2 * SEC);
@@ -142,24 +142,36 @@ static void test_last_pod_event_written_when_quiet(void **state)
   assert_int_equal(kit_writes(&k, "PATCH", "/nodeclaims/n1/status"), writes);
   assert_null(
       kit_str(&k, "NodeClaim", "n1", "status", "lastPodEventTime", NULL));
-  /* Quiet for 5 s: written, with the last pod's time. */
+  /* Quiet for 30 s: written, with the last pod's time; not a second
+   * before. */
   carp_time_format_rfc3339(carp_clock_wall_ms(k.clock) - 2 * SEC, 0, want);
-  kit_advance(&k, 3 * SEC);
+  kit_advance(&k, 27 * SEC);
+  assert_int_equal(kit_writes(&k, "PATCH", "/nodeclaims/n1/status"), writes);
+  kit_advance(&k, 1 * SEC);
   assert_int_equal(kit_writes(&k, "PATCH", "/nodeclaims/n1/status"),
                    writes + 1);
   assert_string_equal(
       kit_str(&k, "NodeClaim", "n1", "status", "lastPodEventTime", NULL), want);
-  /* Pods every 2 s for 150 s: written when a minute behind, twice. */
+  /* The write above also set Consolidatable (quiet for the pool's 30 s):
+   * the next pod takes it off, and lastPodEventTime goes with that write.
+   * Then pods every 2 s: written whenever what is written is a minute
+   * behind, at 60 and 120 s. */
   for (i = 0; i < 75; i++) {
     snprintf(name, sizeof(name), "q%d", i);
     kit_pod(&k, "default", name, "n1", 10, RS_OWNER);
     kit_advance(&k, 2 * SEC);
+    if (i == 0 || i == 28)
+      assert_int_equal(kit_writes(&k, "PATCH", "/nodeclaims/n1/status"),
+                       writes + 2);
+    if (i == 29)
+      assert_int_equal(kit_writes(&k, "PATCH", "/nodeclaims/n1/status"),
+                       writes + 3);
   }
   assert_int_equal(kit_writes(&k, "PATCH", "/nodeclaims/n1/status"),
-                   writes + 3);
+                   writes + 4);
   /* The node was never quiet for its 30 s; it is once they all go. */
   assert_null(kit_condition(&k, "NodeClaim", "n1", "Consolidatable", NULL));
-  for (i = 0; i < 25; i++) {
+  for (i = 0; i < 10; i++) {
     snprintf(name, sizeof(name), "default/p%d", i);
     kit_delete(&k, "Pod", name);
   }
@@ -221,7 +233,7 @@ static void test_status_written_once_while_the_cache_lags(void **state)
   writes = attempts(&k, "/nodeclaims/n1/status");
   /* From here the caches see none of the writes that follow. */
   carp_kubemem_hold_watches(k.api, 1);
-  kit_advance(&k, 6 * SEC); /* quiet: lastPodEventTime is written */
+  kit_advance(&k, 31 * SEC); /* quiet: lastPodEventTime is written */
   assert_int_equal(attempts(&k, "/nodeclaims/n1/status"), writes + 1);
   carp_controller_enqueue(k.ctls[2], "n1");
   kit_settle(&k);
