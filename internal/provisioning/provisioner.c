@@ -161,6 +161,20 @@ static int ignored_pod(const struct carp_pod *pod)
   return 0;
 }
 
+/* A pending pod whose update changes nothing a batch reads: the
+ * kube-scheduler rewrites PodScheduled's message ("0/N nodes are
+ * available...") each time it retries a pod and N has moved, so while
+ * hundreds of nodes join, each pending pod is updated again and again.
+ * Karpenter starts a batch window on each; a pod left pending is looked at
+ * again after RETRY_MS anyway. Spec and labels are interned: the same
+ * pointers mean the same content. */
+static int same_to_a_batch(const struct carp_pod *old, const struct carp_pod *p)
+{
+  return old && carp_pod_is_provisionable(old) && old->spec == p->spec &&
+         old->meta.labels == p->meta.labels &&
+         old->meta.annotations == p->meta.annotations;
+}
+
 static void pod_event(struct carp_controller *c, const struct carp_objmeta *old,
                       const struct carp_objmeta *obj, int deleted)
 {
@@ -170,7 +184,8 @@ static void pod_event(struct carp_controller *c, const struct carp_objmeta *old,
     return;
   if (carp_pod_is_provisionable(p)) {
     carp_cluster_pod_ack(c->env.cluster, p);
-    trigger(PROV(c), obj->uid);
+    if (!same_to_a_batch((const struct carp_pod *)old, p))
+      trigger(PROV(c), obj->uid);
     return;
   }
   /* A pod took room on a node: a CapacityBuffer may have held it. */

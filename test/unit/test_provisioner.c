@@ -2,7 +2,8 @@
  * on the fake clock (test/kit): the batch window (1 s idle, 10 s at most),
  * one NodeClaim for pods that fit together, nothing for pods that fit on a
  * node already there, no second NodeClaim for pods already provisioned
- * for, an event for a pod no pool can take, a failed create tried again. */
+ * for, an event for a pod no pool can take, a failed create tried again,
+ * no batch for the kube-scheduler's rewrite of a pending pod's status. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -135,6 +136,48 @@ static void test_follower_launches_nothing(void **state)
   kit_close(&k);
 }
 
+static double batches(struct kit *k)
+{
+  return kit_metric(k, "controller_runtime_reconcile_total",
+                    CARP_VALUES("controller=\"provisioner\""));
+}
+
+static void scheduler_retry(struct kit *k, const char *pod, int nodes)
+{
+  char patch[256];
+  snprintf(patch, sizeof(patch),
+           "{status: {conditions: [{type: PodScheduled, status: 'False', "
+           "reason: Unschedulable, message: '0/%d nodes are available'}]}}",
+           nodes);
+  kit_patch(k, "Pod", pod, "%s", patch);
+}
+
+/* The kube-scheduler rewrites a pending pod's PodScheduled message on each
+ * retry: no batch for that, but one for a change a batch reads. */
+static void test_scheduler_retries_start_no_batch(void **state)
+{
+  struct kit k;
+  double before;
+  int i;
+  (void)state;
+  setup(&k, "limits: {cpu: '1'}");
+  kit_start(&k);
+  kit_pod(&k, "default", "huge", NULL, 64000, "");
+  kit_advance(&k, 1100);
+  before = batches(&k);
+  assert_true(before >= 1);
+  for (i = 0; i < 4; i++) {
+    scheduler_retry(&k, "default/huge", i + 2);
+    kit_advance(&k, 2 * SEC);
+  }
+  assert_true(batches(&k) == before);
+  /* Its labels changed: a topology spread may count it differently. */
+  kit_patch(&k, "Pod", "default/huge", "{metadata: {labels: {tier: web}}}");
+  kit_advance(&k, 1100);
+  assert_true(batches(&k) == before + 1);
+  kit_close(&k);
+}
+
 /* A pod that requires karpenter.sh/nodepool DoesNotExist is ignored, as
  * Karpenter's Validate does; the others have their first decision timed
  * from when they were first seen, once. */
@@ -223,6 +266,7 @@ int main(void)
       cmocka_unit_test(test_unschedulable_pod_gets_an_event),
       cmocka_unit_test(test_failed_create_is_retried),
       cmocka_unit_test(test_follower_launches_nothing),
+      cmocka_unit_test(test_scheduler_retries_start_no_batch),
       cmocka_unit_test(test_pending_pods_by_effective_zone),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
