@@ -549,10 +549,14 @@ int pve_region_refresh_start(struct pve_region *r, struct pve_waiter *w)
 
 void pve_region_unwait(struct pve_region *r, struct pve_waiter *w)
 {
-  struct pve_waiter **pp;
-  for (pp = &r->waiters; *pp; pp = &(*pp)->next)
-    if (*pp == w) {
-      *pp = w->next;
-      return;
-    }
+  struct pve_waiter **lists[2], **pp;
+  size_t i;
+  lists[0] = &r->waiters;
+  lists[1] = &r->nextid_waiters; /* vmid.c */
+  for (i = 0; i < CARP_ARRAY_LEN(lists); i++)
+    for (pp = lists[i]; *pp; pp = &(*pp)->next)
+      if (*pp == w) {
+        *pp = w->next;
+        return;
+      }
 }

@@ -179,6 +179,8 @@ struct pve_vmdevs {
 };
 
 #define PVE_DEV_CALLS 4 /* config reads of one refresh in flight at once */
+/* How long /cluster/nextid's answer serves as the floor of new VMIDs. */
+#define PVE_NEXTID_FRESH_MS (60 * 1000)
 
 struct pve_region {
   struct pve_provider *pp;
@@ -197,6 +199,13 @@ struct pve_region {
   struct pve_recent *recent;
   size_t nrecent;
   int64_t cursor; /* next VMID to try within a range */
+  /* vmid.c: /cluster/nextid's last answer, and the creates waiting for
+   * the call in flight. */
+  int64_t nextid_floor;
+  uint64_t nextid_at_ms; /* monotonic; 0: never */
+  struct carp_pve_call *nextid_call;
+  struct pve_waiter *nextid_waiters;
+  char nextid_error[256];
   struct pve_pace paces[PVE_PACE_KINDS];
   size_t npaces;
   struct pve_desc *descs;
@@ -468,8 +477,6 @@ struct pve_op {
   /* VMID allocation (vmid.c) */
   struct pve_region *vmid_region;
   const struct pve_vm_spec *vmid_spec;
-  int64_t vmid_cand;
-  int vmid_attempts;
   void (*k_vmid)(struct pve_op *op, int err, int64_t vmid, const char *msg);
   int canceled;
   int finished;

@@ -539,6 +539,28 @@ class TestConcurrent(ProviderCase):
         self.assertEqual(others, [2000, 2003])
 
 
+    def test_burst_asks_nextid_once(self):
+        # Someone else's VM sits just above nextid's answer: skipped, as
+        # the inventory shows it.
+        floor = int(self.sim.ok(self.sim.get("/cluster/nextid")))
+        self.sim.clone(floor + 1, src=9000, node="pve1", name="other-c")
+        seen = len(self.sim.requests())
+        ev = self.drive(nodeclass(), "create:count=20,prefix=nid", "delete")
+        created = self.of(ev, "create")
+        self.assertEqual([c["status"] for c in created], [0] * 20)
+        vmids = sorted(c["vmid"] for c in created)
+        self.assertEqual(vmids, [floor] + list(range(floor + 2, floor + 21)))
+        self.assertTrue(all(c["reserves"] == 1 for c in created))
+        asked = [r for r in self.sim.requests()[seen:]
+                 if r.get("route") == "/cluster/nextid"
+                 and r.get("token", "").endswith("!carpenter")]
+        # One answer for the whole burst, and no candidate asked about:
+        # the clone refuses a taken VMID itself.
+        self.assertEqual([r["params"] for r in asked], [{}])
+        self.assert_clean(vmids)
+        self.sim.delete("/nodes/pve1/qemu/%d" % (floor + 1), purge=1)
+
+
 # -------------------------------------------------------------------------------
 class TestRegions(ProviderCase):
     """Two Proxmox clusters at once; one host of the first is offline."""
