@@ -323,21 +323,53 @@ static void queue_node_claim(struct carp_controller *c, const char *node_name)
     carp_controller_enqueue(c, nc->meta.name);
 }
 
-/* A pod came, left, or finished on a node. */
+/* A pod came to, left or finished on the claim's node. Only a claim that
+ * shows Consolidatable needs a reconcile at once (the condition goes);
+ * otherwise nothing is due before the quiet time ends - lastPodEventTime
+ * after POD_EVENT_QUIET_MS, Consolidatable after the pool's
+ * consolidateAfter - and the workqueue keeps the earliest of the times a
+ * key is asked for. Reconciling on every pod cost a claim 45 reconciles
+ * while 5,000 pods bound, each working out that nothing was due yet. */
+static void queue_pod_claim(struct carp_controller *c, const char *node_name)
+{
+  const struct carp_node *node;
+  const struct carp_nodeclaim *nc;
+  const struct carp_nodepool *np;
+  const char *pool;
+  uint64_t after = POD_EVENT_QUIET_MS;
+  if (!node_name)
+    return;
+  node = carp_cluster_node(c->env.cluster, node_name);
+  nc = node ? carp_cluster_nodeclaim_of_node(c->env.cluster, node) : NULL;
+  if (!nc)
+    return;
+  if (carp_conditions_is_true(&nc->status.conditions,
+                              CARP_COND_CONSOLIDATABLE)) {
+    carp_controller_enqueue(c, nc->meta.name);
+    return;
+  }
+  pool = carp_nodeclaim_nodepool(nc);
+  np = pool ? carp_cluster_nodepool(c->env.cluster, pool) : NULL;
+  if (np && np->consolidate_after_ms != CARP_DURATION_NEVER &&
+      (uint64_t)np->consolidate_after_ms < after)
+    after = (uint64_t)np->consolidate_after_ms;
+  carp_controller_enqueue_after(c, nc->meta.name, after);
+}
+
 static void pod_event(struct carp_controller *c, const struct carp_objmeta *old,
                       const struct carp_objmeta *obj, int deleted)
 {
   const struct carp_pod *p = (const struct carp_pod *)obj;
   const struct carp_pod *o = (const struct carp_pod *)old;
   if (deleted || !o) {
-    queue_node_claim(c, p->node_name);
+    queue_pod_claim(c, p->node_name);
     return;
   }
   if (o->node_name != p->node_name ||
       carp_pod_is_terminal(o) != carp_pod_is_terminal(p) ||
       !o->meta.deletion_ms != !p->meta.deletion_ms) {
-    queue_node_claim(c, o->node_name);
-    queue_node_claim(c, p->node_name);
+    queue_pod_claim(c, o->node_name);
+    queue_pod_claim(c, p->node_name);
   }
 }
 

@@ -118,7 +118,7 @@ static void test_pod_event_restarts_the_wait(void **state)
   kit_close(&k);
 }
 
-/* lastPodEventTime is written once the node has been quiet for 5 s, or
+/* lastPodEventTime is written once the node has been quiet for 30 s, or
  * when what is written is a minute behind: not every 5 s while pods keep
  * coming. The quiet time is measured from the pods all the same. */
 static void test_last_pod_event_written_when_quiet(void **state)
@@ -184,6 +184,56 @@ static void test_last_pod_event_written_when_quiet(void **state)
   kit_advance(&k, 2 * SEC);
   assert_string_equal(
       kit_condition(&k, "NodeClaim", "n1", "Consolidatable", NULL), "True");
+  kit_close(&k);
+}
+
+static double claim_reconciles(struct kit *k)
+{
+  return kit_metric(k, "controller_runtime_reconcile_total",
+                    CARP_VALUES("controller=\"nodeclaim.disruption\""));
+}
+
+/* Pods landing one by one do not each reconcile the claim: nothing is due
+ * before the node has been quiet. A claim that shows Consolidatable loses
+ * it at the first pod. */
+static void test_pods_landing_reconcile_the_claim_rarely(void **state)
+{
+  struct kit k;
+  char name[16], want[CARP_RFC3339_LEN];
+  double before;
+  size_t writes;
+  int i;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "
+            "20s}");
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  kit_start(&k);
+  kit_advance(&k, 21 * SEC);
+  assert_string_equal(
+      kit_condition(&k, "NodeClaim", "n1", "Consolidatable", NULL), "True");
+  kit_pod(&k, "default", "p0", "n1", 10, RS_OWNER);
+  kit_settle(&k);
+  assert_null(kit_condition(&k, "NodeClaim", "n1", "Consolidatable", NULL));
+  before = claim_reconciles(&k);
+  writes = kit_writes(&k, "PATCH", "/nodeclaims/n1/status");
+  for (i = 1; i < 16; i++) {
+    snprintf(name, sizeof(name), "p%d", i);
+    kit_pod(&k, "default", name, "n1", 10, RS_OWNER);
+    kit_advance(&k, 1 * SEC);
+  }
+  /* 15 pods in 15 s, and the only reconciles are the controller's host
+   * poll, one every 5 s (with a reconcile per pod there were 18). */
+  assert_true(claim_reconciles(&k) - before <= 3);
+  assert_int_equal(kit_writes(&k, "PATCH", "/nodeclaims/n1/status"), writes);
+  /* Quiet for the pool's 20 s: both fields in one write. */
+  kit_advance(&k, 20 * SEC);
+  assert_string_equal(
+      kit_condition(&k, "NodeClaim", "n1", "Consolidatable", NULL), "True");
+  assert_int_equal(kit_writes(&k, "PATCH", "/nodeclaims/n1/status"),
+                   writes + 1);
+  carp_time_format_rfc3339(carp_clock_wall_ms(k.clock) - 21 * SEC, 0, want);
+  assert_string_equal(
+      kit_str(&k, "NodeClaim", "n1", "status", "lastPodEventTime", NULL), want);
   kit_close(&k);
 }
 
@@ -792,6 +842,7 @@ int main(void)
       cmocka_unit_test(test_empty_node_after_consolidate_after),
       cmocka_unit_test(test_pod_event_restarts_the_wait),
       cmocka_unit_test(test_last_pod_event_written_when_quiet),
+      cmocka_unit_test(test_pods_landing_reconcile_the_claim_rarely),
       cmocka_unit_test(test_status_written_once_while_the_cache_lags),
       cmocka_unit_test(test_last_pod_event_in_whole_seconds),
       cmocka_unit_test(test_budget_zero_blocks),
