@@ -72,6 +72,11 @@ struct carp_http_client_options {
   const char *user_agent;      /* copied; NULL: "carpenter/<version>" */
   uint64_t connect_timeout_ms; /* 0: 10 s */
   long max_host_connections;   /* 0: no limit */
+  /* Streaming responses (requests with on_data: watches) are read at most
+   * this often: an API server sends each watch event as it happens, and a
+   * wake-up per event (kernel, TLS record, curl) cost more than decoding
+   * it. 0: read at once. Responses that are not streamed never wait. */
+  uint64_t stream_coalesce_ms;
 };
 
 struct carp_http_header {

@@ -15,10 +15,15 @@
  *   uv_loop_close() succeeds.
  * - the loop is kept alive by the `busy` check handle while a request is
  *   undelivered, and by the defer timer while work is queued; curl's own
- *   timer and polls are unref'd, so an idle client does not hold the loop. */
+ *   timer and polls are unref'd, so an idle client does not hold the loop.
+ * - with stream_coalesce_ms, a socket whose transfer streams (a watch) and
+ *   turns readable is parked: its poll stops until the coalesce timer
+ *   reads every parked socket at once. A socket is never parked while
+ *   curl wants to write on it or while it serves a buffered response. */
 #include <limits.h>
 #include <pthread.h>
 #include <string.h>
+#include <sys/ioctl.h>
 
 #include "carpenter/error.h"
 #include "carpenter/log.h"
@@ -30,6 +35,11 @@ struct carp__http_sock {
   struct carp_http_client *client;
   uv_poll_t poll;
   curl_socket_t fd;
+  int events;    /* what curl last asked to watch */
+  int streaming; /* its transfer streams (a watch): reads may wait */
+  int parked;    /* readable, left for the coalesce timer */
+  int closed;    /* sock_close ran; memory lives until on_sock_closed */
+  struct carp_http_link parked_link; /* on client->parked while parked */
 };
 
 static pthread_once_t global_once = PTHREAD_ONCE_INIT;
@@ -103,6 +113,10 @@ static void on_sock_closed(uv_handle_t *h)
 static void sock_close(struct carp__http_sock *s)
 {
   carp__http_list_remove(&s->link);
+  if (s->parked)
+    carp__http_list_remove(&s->parked_link);
+  s->parked = 0;
+  s->closed = 1;
   uv_close((uv_handle_t *)&s->poll, on_sock_closed);
 }
 
@@ -236,11 +250,64 @@ static void socket_action(struct carp_http_client *c, curl_socket_t fd,
   check_multi_info(c);
 }
 
+static void on_poll(uv_poll_t *h, int status, int events);
+
+/* Reads every parked socket. curl reads until its buffers are dry or it
+ * has looped enough; what the kernel still holds after that is read at
+ * once rather than a window later, so a burst is never throttled. */
+static void on_coalesce(uv_timer_t *t)
+{
+  struct carp_http_client *c =
+      carp_container_of(t, struct carp_http_client, coalesce);
+  while (!carp__http_list_empty(&c->parked)) {
+    struct carp__http_sock *s =
+        carp_container_of(c->parked.next, struct carp__http_sock, parked_link);
+    int i, avail = 0, rc;
+    carp__http_list_remove(&s->parked_link);
+    s->parked = 0;
+    rc = uv_poll_start(&s->poll, s->events, on_poll);
+    if (rc)
+      CARP_LOG_ERROR(CARP_HTTP_LOG, "uv_poll_start failed", CARP_F_ERR(rc));
+    for (i = 0; i < 16; i++) {
+      socket_action(c, s->fd, CURL_CSELECT_IN);
+      if (s->closed || s->parked || ioctl(s->fd, FIONREAD, &avail) != 0 ||
+          avail <= 0)
+        break;
+    }
+  }
+}
+
+/* A streaming response that has data: wait for the coalesce timer, which
+ * reads it with whatever else came meanwhile. */
+static int park(struct carp__http_sock *s)
+{
+  struct carp_http_client *c = s->client;
+  int rc;
+  if (uv_poll_stop(&s->poll))
+    return 0;
+  s->parked = 1;
+  carp__http_list_push(&c->parked, &s->parked_link);
+  if (!uv_is_active((uv_handle_t *)&c->coalesce)) {
+    rc = uv_timer_start(&c->coalesce, on_coalesce, c->stream_coalesce_ms, 0);
+    if (rc) { /* read at once then */
+      carp__http_list_remove(&s->parked_link);
+      s->parked = 0;
+      (void)uv_poll_start(&s->poll, s->events, on_poll);
+      return 0;
+    }
+  }
+  return 1;
+}
+
 static void on_poll(uv_poll_t *h, int status, int events)
 {
   struct carp__http_sock *s =
       carp_container_of(h, struct carp__http_sock, poll);
   int flags = 0;
+
+  if (status == 0 && events == UV_READABLE && s->streaming &&
+      s->client->stream_coalesce_ms && park(s))
+    return;
 
   /* libuv reports a socket error (a reset peer, a refused connect) as
    * status < 0 and stops the poll; curl must hear about it. */
@@ -271,6 +338,17 @@ static void fail_easy(CURL *easy, int err)
     return;
   carp__http_request_finish((struct carp_http_request *)(void *)priv, err,
                             "cannot watch socket", 0);
+}
+
+/* The transfer streams its body to on_data (a watch) rather than
+ * buffering a response. */
+static int easy_streams(CURL *easy)
+{
+  char *priv = NULL;
+  if (!easy || curl_easy_getinfo(easy, CURLINFO_PRIVATE, &priv) != CURLE_OK ||
+      !priv)
+    return 0;
+  return ((struct carp_http_request *)(void *)priv)->on_data != NULL;
 }
 
 static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
@@ -319,6 +397,15 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
       fail_easy(easy, CARP_EIO);
       return 0;
     }
+  }
+  s->events = events;
+  s->streaming = easy_streams(easy);
+  if (s->parked) {
+    if (s->streaming && !(events & UV_WRITABLE))
+      return 0; /* the coalesce timer starts the poll again */
+    /* Now a transfer that must not wait: watch again at once. */
+    carp__http_list_remove(&s->parked_link);
+    s->parked = 0;
   }
   /* On an active poll this only changes the event mask. */
   rc = uv_poll_start(&s->poll, events, on_poll);
@@ -456,7 +543,7 @@ int carp_http_client_new(uv_loop_t *loop,
 {
   static const struct carp_http_client_options defaults;
   struct carp_http_client *c;
-  uv_timer_t *timers[3];
+  uv_timer_t *timers[4];
   size_t i;
   int rc;
 
@@ -477,6 +564,8 @@ int carp_http_client_new(uv_loop_t *loop,
   carp__http_list_init(&c->running);
   carp__http_list_init(&c->finished);
   carp__http_list_init(&c->socks);
+  carp__http_list_init(&c->parked);
+  c->stream_coalesce_ms = opts->stream_coalesce_ms;
   c->user_agent = opts->user_agent ? carp_strdup(opts->user_agent)
                                    : carp_strdup("carpenter/" CARP_VERSION);
   rc = carp__http_tls_init(&c->tls, &opts->tls);
@@ -498,6 +587,7 @@ int carp_http_client_new(uv_loop_t *loop,
   timers[0] = &c->timer;
   timers[1] = &c->defer;
   timers[2] = &c->idle;
+  timers[3] = &c->coalesce;
   for (i = 0; i < CARP_ARRAY_LEN(timers) && !rc; i++) {
     rc = uv_timer_init(loop, timers[i]);
     if (!rc) {
@@ -521,6 +611,7 @@ int carp_http_client_new(uv_loop_t *loop,
   }
   uv_unref((uv_handle_t *)&c->timer);
   uv_unref((uv_handle_t *)&c->idle);
+  uv_unref((uv_handle_t *)&c->coalesce);
   *out = c;
   return 0;
 }
@@ -529,7 +620,7 @@ int carp_http_client_new(uv_loop_t *loop,
  * and outside curl callbacks. */
 static void teardown(struct carp_http_client *c)
 {
-  uv_handle_t *handles[4];
+  uv_handle_t *handles[5];
   size_t i, n = 0;
 
   c->torn_down = 1;
@@ -555,6 +646,8 @@ static void teardown(struct carp_http_client *c)
     handles[n++] = (uv_handle_t *)&c->defer;
   if (c->idle.loop)
     handles[n++] = (uv_handle_t *)&c->idle;
+  if (c->coalesce.loop)
+    handles[n++] = (uv_handle_t *)&c->coalesce;
   if (c->busy.loop)
     handles[n++] = (uv_handle_t *)&c->busy;
   if (c->nhandles == 0) { /* nothing to wait for */

@@ -96,7 +96,10 @@ struct carp_http_client {
   uv_timer_t timer; /* curl's timeout (CURLMOPT_TIMERFUNCTION); unref'd */
   uv_timer_t defer; /* zero delay: adds, completions, teardown */
   uv_timer_t idle;  /* sweeps requests for idle timeouts; unref'd */
-  uv_check_t busy;  /* active while any request is undelivered */
+  uv_timer_t coalesce;            /* reads parked sockets; unref'd */
+  uint64_t stream_coalesce_ms;    /* 0: streams are read at once */
+  struct carp_http_link parked;   /* struct carp__http_sock waiting */
+  uv_check_t busy;                /* active while any request is undelivered */
   struct carp_http_link pending;  /* started, not yet in the multi */
   struct carp_http_link running;  /* in the multi, no result yet */
   struct carp_http_link finished; /* result known, on_done not yet run */

@@ -30,6 +30,9 @@ enum op_state {
  * 8 at 18.5-18.7 MB, Carpenter's own part of a NodeClaim's way up no
  * slower (1.5-2.0 s for the worst of the first batch). */
 #define CARP_KUBE_MAX_REQUESTS 8
+/* How long a watch stream's data may wait to be read (see
+ * carp_http_client_options.stream_coalesce_ms). */
+#define CARP_KUBE_WATCH_COALESCE_MS 20
 
 struct carp_kube_op {
   struct carp_kube *k;

@@ -304,6 +304,8 @@ struct res {
   int take_body;         /* take the body in on_done */
   int acted;             /* an action (cancel/abort/close) was taken */
   uint64_t t_start, t_done;
+  uint64_t data_at; /* loop time of the last on_data */
+  int data_ticks;   /* on_data calls in loop iterations of their own */
 };
 
 static int g_in_start; /* on_done must never run inside request_start */
@@ -360,6 +362,10 @@ static int cb_data(struct carp_http_request *req, const char *data, size_t len,
   if (r->ndone || r->acted || req != r->req)
     r->violations++;
   r->ndata++;
+  if (r->loop && (r->ndata == 1 || uv_now(r->loop) != r->data_at)) {
+    r->data_ticks++;
+    r->data_at = uv_now(r->loop);
+  }
   assert_int_equal(carp_buf_append(&r->data, data, len), 0);
   for (i = 0; i < len; i++)
     r->nlines += data[i] == '\n';
@@ -1106,6 +1112,68 @@ static void test_stream_order_and_abort(void **state)
   ctx_finish(&x);
 }
 
+/* With stream_coalesce_ms, a streamed body's data that arrives bit by bit
+ * is read a window at a time; a large burst is read whole, not a window
+ * per buffer; a buffered response on the same client is unaffected. */
+static void test_streams_read_together(void **state)
+{
+  struct carp_http_client_options co;
+  struct ctx x;
+  struct carp_http_request_options o;
+  struct res drip, big, plain;
+  char u1[256], u2[256], u3[256];
+  struct carp_buf want;
+  int done = 0, i;
+  (void)state;
+
+  memset(&co, 0, sizeof(co));
+  co.stream_coalesce_ms = 150;
+  ctx_init(&x, &co);
+  /* 20 lines, 10 ms apart. */
+  url(u1, sizeof(u1), &fx.plain, 0, "/drip?n=20&interval=10");
+  res_init(&drip, &x);
+  drip.counter = &done;
+  opts_init(&o, &drip, "GET", u1);
+  o.on_data = cb_data;
+  assert_int_equal(start(&x, &o, &drip), 0);
+  url(u2, sizeof(u2), &fx.plain, 0, "/big?size=4000000&chunked=1");
+  res_init(&big, &x);
+  big.counter = &done;
+  opts_init(&o, &big, "GET", u2);
+  o.on_data = cb_data;
+  assert_int_equal(start(&x, &o, &big), 0);
+  url(u3, sizeof(u3), &fx.plain, 0, "/echo");
+  res_init(&plain, &x);
+  plain.counter = &done;
+  opts_init(&o, &plain, "GET", u3);
+  assert_int_equal(start(&x, &o, &plain), 0);
+  run_until(&x, &done, 3, 20000);
+
+  carp_buf_init(&want, CARP_BUF_UNLIMITED);
+  for (i = 0; i < 20; i++)
+    carp_buf_printf(&want, "chunk-%d\n", i);
+  assert_int_equal(drip.err, 0);
+  assert_string_equal(carp_buf_cstr(&drip.data), carp_buf_cstr(&want));
+  /* About 200 ms of lines in 150 ms windows (each line in a loop
+   * iteration of its own without the option). */
+  if (drip.data_ticks > 5)
+    fail_msg("20 lines read in %d loop iterations", drip.data_ticks);
+  assert_int_equal(big.err, 0);
+  assert_int_equal(big.data.len, 4000000);
+  if (big.data_ticks > 20)
+    fail_msg("4 MB read in %d loop iterations", big.data_ticks);
+  assert_int_equal(plain.err, 0);
+  assert_int_equal(plain.http, 200);
+  carp_buf_free(&want);
+  struct res *all[] = {&drip, &big, &plain};
+  for (size_t k = 0; k < CARP_ARRAY_LEN(all); k++) {
+    assert_int_equal(all[k]->ndone, 1);
+    assert_int_equal(all[k]->violations, 0);
+    res_free(all[k]);
+  }
+  ctx_finish(&x);
+}
+
 /* Starting a request from inside another's on_data (inside curl's write
  * callback, where curl_multi_add_handle is refused) works. */
 struct spawner {
@@ -1632,6 +1700,7 @@ int main(void)
       cmocka_unit_test(test_cancel_before_start),
       cmocka_unit_test(test_cancel_during_stream),
       cmocka_unit_test(test_stream_order_and_abort),
+      cmocka_unit_test(test_streams_read_together),
       cmocka_unit_test(test_start_from_callback),
       cmocka_unit_test(test_reason_and_headers),
       cmocka_unit_test(test_max_body),
