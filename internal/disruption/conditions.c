@@ -311,14 +311,17 @@ static void reconcile(struct carp_controller *c, const char *key)
 
 /* ---- events ---- */
 
+static const struct carp_nodeclaim *claim_of_node(struct carp_controller *c,
+                                                  const char *node_name)
+{
+  const struct carp_node *node =
+      node_name ? carp_cluster_node(c->env.cluster, node_name) : NULL;
+  return node ? carp_cluster_nodeclaim_of_node(c->env.cluster, node) : NULL;
+}
+
 static void queue_node_claim(struct carp_controller *c, const char *node_name)
 {
-  const struct carp_node *node;
-  const struct carp_nodeclaim *nc;
-  if (!node_name)
-    return;
-  node = carp_cluster_node(c->env.cluster, node_name);
-  nc = node ? carp_cluster_nodeclaim_of_node(c->env.cluster, node) : NULL;
+  const struct carp_nodeclaim *nc = claim_of_node(c, node_name);
   if (nc)
     carp_controller_enqueue(c, nc->meta.name);
 }
@@ -332,15 +335,10 @@ static void queue_node_claim(struct carp_controller *c, const char *node_name)
  * while 5,000 pods bound, each working out that nothing was due yet. */
 static void queue_pod_claim(struct carp_controller *c, const char *node_name)
 {
-  const struct carp_node *node;
-  const struct carp_nodeclaim *nc;
+  const struct carp_nodeclaim *nc = claim_of_node(c, node_name);
   const struct carp_nodepool *np;
   const char *pool;
   uint64_t after = POD_EVENT_QUIET_MS;
-  if (!node_name)
-    return;
-  node = carp_cluster_node(c->env.cluster, node_name);
-  nc = node ? carp_cluster_nodeclaim_of_node(c->env.cluster, node) : NULL;
   if (!nc)
     return;
   if (carp_conditions_is_true(&nc->status.conditions,

@@ -270,8 +270,7 @@ static void on_coalesce(uv_timer_t *t)
       CARP_LOG_ERROR(CARP_HTTP_LOG, "uv_poll_start failed", CARP_F_ERR(rc));
     for (i = 0; i < 16; i++) {
       socket_action(c, s->fd, CURL_CSELECT_IN);
-      if (s->closed || s->parked || ioctl(s->fd, FIONREAD, &avail) != 0 ||
-          avail <= 0)
+      if (s->closed || ioctl(s->fd, FIONREAD, &avail) != 0 || avail <= 0)
         break;
     }
   }

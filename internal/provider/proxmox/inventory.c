@@ -309,14 +309,19 @@ const struct pve_guest *pve_template_for(const struct pve_region *r,
 /* --- refresh
  * ------------------------------------------------------------------- */
 
-void pve_region_refresh_done(struct pve_region *r, int err)
+void pve_waiters_wake(struct pve_waiter **list, int err)
 {
-  struct pve_waiter *w = r->waiters, *next;
-  r->waiters = NULL;
+  struct pve_waiter *w = *list, *next;
+  *list = NULL;
   for (; w; w = next) {
     next = w->next;
     w->cb(w, err);
   }
+}
+
+void pve_region_refresh_done(struct pve_region *r, int err)
+{
+  pve_waiters_wake(&r->waiters, err);
 }
 
 static void prune(struct pve_region *r)

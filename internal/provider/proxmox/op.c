@@ -215,17 +215,23 @@ static void on_refreshed(struct pve_waiter *w, int err)
   defer_step(op, err, op->k_step);
 }
 
-void pve_op_refresh(struct pve_op *op, struct pve_region *r, pve_step_k k)
+void pve_op_wait_region(struct pve_op *op, struct pve_region *r, pve_step_k k)
 {
-  int rc;
   op->k_step = k;
-  if (op->canceled) {
-    pve_op_defer(op, 0, op->on_canceled);
-    return;
-  }
   op->waiter.cb = on_refreshed;
   op->wait_region = r;
   op->wait = PVE_W_REFRESH;
+}
+
+void pve_op_refresh(struct pve_op *op, struct pve_region *r, pve_step_k k)
+{
+  int rc;
+  if (op->canceled) {
+    op->k_step = k;
+    pve_op_defer(op, 0, op->on_canceled);
+    return;
+  }
+  pve_op_wait_region(op, r, k);
   rc = pve_region_refresh_start(r, &op->waiter);
   if (rc) {
     op->wait_region = NULL;

@@ -270,6 +270,9 @@ const struct pve_hold *pve_region_hold_of(const struct pve_region *r,
 /* The refresh's last step (inventory.c calls it once the listing and the
  * permission check are done): the waiters get status. */
 void pve_region_refresh_done(struct pve_region *r, int status);
+/* Empties a waiter list (r->waiters, r->nextid_waiters), then calls each
+ * waiter with err. */
+void pve_waiters_wake(struct pve_waiter **list, int err);
 
 /* ------------------------------------------------------------------------ */
 /* Devices (devices.c)                                                      */
@@ -504,6 +507,10 @@ void pve_op_task(struct pve_op *op, struct pve_region *r, const char *upid,
                  uint64_t timeout_ms, int stop_on_timeout, pve_task_k k);
 /* Refreshes the region's inventory (k gets the refresh status). */
 void pve_op_refresh(struct pve_op *op, struct pve_region *r, pve_step_k k);
+/* Makes op->waiter a waiter of r's (the caller puts it on one of r's
+ * lists): when woken, k runs from the loop with the status; a cancel takes
+ * it off the list (pve_region_unwait). */
+void pve_op_wait_region(struct pve_op *op, struct pve_region *r, pve_step_k k);
 /* Waits for a full-clone slot (k runs with 0 once it is held). */
 void pve_op_slot(struct pve_op *op, const char *key, int limit, pve_step_k k);
 /* Calls the reserve hook; k gets its status. */

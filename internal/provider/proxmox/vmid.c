@@ -124,34 +124,23 @@ static int floor_fresh(const struct pve_region *r)
          carp_time_mono_ms() - r->nextid_at_ms < PVE_NEXTID_FRESH_MS;
 }
 
-static void after_floor(struct pve_op *op)
+static void after_floor(struct pve_op *op, int err)
 {
   struct pve_region *r = op->vmid_region;
-  if (op->step_err) {
-    finish(op, op->step_err, 0, r->nextid_error);
+  if (err) {
+    finish(op, err, 0, r->nextid_error);
     return;
   }
   pick(op, candidate(r, op->vmid_spec, r->nextid_floor));
 }
 
-static void on_floor(struct pve_waiter *w, int err)
-{
-  struct pve_op *op = carp_container_of(w, struct pve_op, waiter);
-  op->wait_region = NULL;
-  op->step_err = err;
-  /* From the call's callback: every waiter moves on from the loop. */
-  pve_op_defer(op, 0, after_floor);
-}
-
 static void on_nextid(const struct carp_pve_result *res, void *arg)
 {
   struct pve_region *r = arg;
-  struct pve_waiter *w = r->nextid_waiters, *next;
   int64_t n = 0;
   int err = res->err;
 
   r->nextid_call = NULL;
-  r->nextid_waiters = NULL;
   if (err) {
     snprintf(r->nextid_error, sizeof(r->nextid_error), "%s", res->message);
   } else if (!res->data || carp_json_int(res->data, &n, NULL) || n < 100) {
@@ -163,10 +152,7 @@ static void on_nextid(const struct carp_pve_result *res, void *arg)
     r->nextid_floor = n;
     r->nextid_at_ms = carp_time_mono_ms();
   }
-  for (; w; w = next) {
-    next = w->next;
-    w->cb(w, err);
-  }
+  pve_waiters_wake(&r->nextid_waiters, err);
 }
 
 void pve_vmid_alloc(struct pve_op *op, struct pve_region *r,
@@ -186,22 +172,16 @@ void pve_vmid_alloc(struct pve_op *op, struct pve_region *r,
     pick(op, candidate(r, s, r->nextid_floor));
     return;
   }
-  /* Waits as for a refresh: a cancel takes it off the region's list. */
-  op->waiter.cb = on_floor;
+  pve_op_wait_region(op, r, after_floor);
   op->waiter.next = r->nextid_waiters;
   r->nextid_waiters = &op->waiter;
-  op->wait_region = r;
-  op->wait = PVE_W_REFRESH;
   if (r->nextid_call)
     return;
   rc = carp_pve_call_start(r->client, "GET", "/cluster/nextid", NULL, 0,
                            on_nextid, r, &r->nextid_call);
   if (rc) {
-    r->nextid_waiters = op->waiter.next;
-    op->wait_region = NULL;
-    op->step_err = rc;
     snprintf(r->nextid_error, sizeof(r->nextid_error),
              "/cluster/nextid could not be asked");
-    pve_op_defer(op, 0, after_floor);
+    pve_waiters_wake(&r->nextid_waiters, rc);
   }
 }
