@@ -237,6 +237,35 @@ static void test_pods_landing_reconcile_the_claim_rarely(void **state)
   kit_close(&k);
 }
 
+/* The NodePool controller writes the pool's status as nodes join: that
+ * reconciles none of its claims. A change of its spec reconciles them
+ * all. */
+static void test_pool_status_write_reconciles_no_claim(void **state)
+{
+  struct kit k;
+  double before;
+  (void)state;
+  setup(&k, "disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "
+            "20s}");
+  kit_node(&k, "n1", "default", "c1.2VCPU-4GB");
+  kit_node(&k, "n2", "default", "c1.2VCPU-4GB");
+  kit_start(&k);
+  kit_advance(&k, 21 * SEC);
+  assert_string_equal(
+      kit_condition(&k, "NodeClaim", "n1", "Consolidatable", NULL), "True");
+  before = claim_reconciles(&k);
+  kit_patch(&k, "NodePool", "default",
+            "{status: {resources: {cpu: '4', nodes: '2'}}}");
+  kit_patch(&k, "NodePool", "default", "{status: {resources: {cpu: '6'}}}");
+  assert_true(claim_reconciles(&k) == before);
+  kit_patch(&k, "NodePool", "default",
+            "{spec: {disruption: {consolidateAfter: 1h}}}");
+  assert_true(claim_reconciles(&k) >= before + 2);
+  assert_null(kit_condition(&k, "NodeClaim", "n1", "Consolidatable", NULL));
+  assert_null(kit_condition(&k, "NodeClaim", "n2", "Consolidatable", NULL));
+  kit_close(&k);
+}
+
 /* Writes that reached the server, refused ones (409) too. */
 static size_t attempts(struct kit *k, const char *path_part)
 {
@@ -843,6 +872,7 @@ int main(void)
       cmocka_unit_test(test_pod_event_restarts_the_wait),
       cmocka_unit_test(test_last_pod_event_written_when_quiet),
       cmocka_unit_test(test_pods_landing_reconcile_the_claim_rarely),
+      cmocka_unit_test(test_pool_status_write_reconciles_no_claim),
       cmocka_unit_test(test_status_written_once_while_the_cache_lags),
       cmocka_unit_test(test_last_pod_event_in_whole_seconds),
       cmocka_unit_test(test_budget_zero_blocks),
