@@ -454,6 +454,7 @@ size_t carp_fake_provider_count(struct carp_provider *p);
 /* One of its instance types by name, or NULL. */
 const struct carp_fake_instance_type *
 carp_fake_provider_type(struct carp_provider *p, const char *name);
+/* Calls so far of "create", "delete", "get", "list" or "instance_types". */
 size_t carp_fake_provider_calls(struct carp_provider *p, const char *method);
 
 #endif

@@ -852,11 +852,12 @@ static int fits(const struct target *t, const struct carp_resources *r)
  * meanwhile: the kube-scheduler binds pods where it likes, so others may
  * have taken the room this pod was planned into; then it is placed anew. */
 static int headed_slot(struct builder *b, const struct carp_pod *p, size_t *k,
-                       int ignore_nominations)
+                       struct carp_nomination_info *nm, int ignore_nominations)
 {
-  const char *target =
-      ignore_nominations ? NULL : carp_cluster_nomination(b->c, p->meta.uid);
-  void *slot = target ? carp_map_gets(&b->target_index, target) : NULL;
+  void *slot =
+      !ignore_nominations && carp_cluster_nomination_info(b->c, p->meta.uid, nm)
+          ? carp_map_gets(&b->target_index, nm->target)
+          : NULL;
   if (!slot)
     return 0;
   *k = (uintptr_t)slot - 1;
@@ -936,12 +937,16 @@ int carp_prov_problem_build(struct carp_prov_problem *pr,
   for (i = 0; i < total; i++) {
     const struct carp_pod *p =
         i < in->npending ? in->pending[i] : b.moving[i - in->npending];
+    struct carp_nomination_info nm;
     size_t k;
-    if (headed_slot(&b, p, &k, in->ignore_nominations)) {
+    if (headed_slot(&b, p, &k, &nm, in->ignore_nominations)) {
+      struct carp_prov_headed *h = &pr->headed[pr->nheaded++];
       carp_resources_add(&b.targets[k].requested, &p->spec->requests);
       add_ports(pr, &b.targets[k], p->spec);
-      pr->headed[pr->nheaded].pod = p;
-      pr->headed[pr->nheaded++].slot = (uint32_t)k;
+      h->pod = p;
+      h->slot = (uint32_t)k;
+      h->since_ms = nm.since_ms;
+      h->until_ms = nm.until_ms;
       continue;
     }
     pod_of(pr, p, &pods[npods]);
@@ -962,6 +967,10 @@ int carp_prov_problem_build(struct carp_prov_problem *pr,
   }
   pr->p.nodes = b.nodes;
   pr->p.nnodes = b.nnodes;
+  if (!npods && in->stop_when_all_headed) {
+    carp_map_free(&b.target_index);
+    return 0;
+  }
   add_bound_pods(&b, topology);
   add_pools(pr, c, provider);
   add_daemons(pr, c);

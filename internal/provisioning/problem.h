@@ -16,7 +16,9 @@
  * provisioned for (nominated): it counts there instead. */
 struct carp_prov_headed {
   const struct carp_pod *pod;
-  uint32_t slot; /* index into p.nodes */
+  uint32_t slot;    /* index into p.nodes */
+  int64_t since_ms; /* the nomination's (carp_nomination_info) */
+  int64_t until_ms;
 };
 
 /* Why a pod headed for a Node is not binding there. */
@@ -57,6 +59,12 @@ struct carp_prov_input {
    * of nodes being deleted are not added (consolidation moves pods that
    * are bound already). */
   int ignore_nominations;
+  /* When every pod given turns out headed somewhere, stop there: no solve
+   * follows, so what only a solve reads (the bound pods, the pools and
+   * their instance types, the daemons) is not built. A provisioner with
+   * thousands of pods waiting for their nodes looks them over every few
+   * seconds. */
+  int stop_when_all_headed;
 };
 
 int carp_prov_problem_build(struct carp_prov_problem *pr,

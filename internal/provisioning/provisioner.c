@@ -70,6 +70,11 @@ struct carp_provisioner {
    * decision, from when it was first seen pending (the cluster state's pod
    * times, which the pod metrics read too). */
   struct carp_metric *m_decision;
+  /* The first batch since leading acks every pending pod (the cluster
+   * state's first sight, as Karpenter's provisioner acks them); after it,
+   * the pod events ack the pods that come, which saves a lookup per
+   * waiting pod on every batch. */
+  int acked;
 };
 
 struct zone_count {
@@ -454,14 +459,12 @@ static uint64_t report_waiting(struct carp_provisioner *p,
   for (i = 0; i < pr->nheaded; i++) {
     const struct carp_prov_headed *h = &pr->headed[i];
     const struct carp_node *node = pr->node_objs[h->slot];
-    struct carp_nomination_info nm;
     enum carp_prov_wait w;
     int64_t due;
-    if (!node || !carp_cluster_nomination_info(p->base.env.cluster,
-                                               h->pod->meta.uid, &nm))
+    if (!node)
       continue;
-    due = (node->meta.creation_ms > nm.since_ms ? node->meta.creation_ms
-                                                : nm.since_ms) +
+    due = (node->meta.creation_ms > h->since_ms ? node->meta.creation_ms
+                                                : h->since_ms) +
           WAIT_GRACE_MS;
     if (due > now) {
       if (!next || due - now < next)
@@ -481,7 +484,7 @@ static uint64_t report_waiting(struct carp_provisioner *p,
         "Pod was provisioned for and waits for node %s: %s; no other "
         "capacity is launched for it for %lld s",
         node->meta.name, carp_buf_cstr(&why),
-        (long long)((nm.until_ms - now) / 1000));
+        (long long)((h->until_ms - now) / 1000));
   }
   log_folded(CARP_LOG_WARN, "pods provisioned for are not binding", &f);
   carp_prov_fold_free(&f);
@@ -512,7 +515,8 @@ static size_t collect_pending(struct carp_provisioner *p,
       ignored++;
       continue;
     }
-    carp_cluster_pod_ack(p->base.env.cluster, pod);
+    if (!p->acked)
+      carp_cluster_pod_ack(p->base.env.cluster, pod);
     if (n == cap) {
       cap = cap ? cap * 2 : 64;
       v = carp_reallocarray(v, cap, sizeof(*v));
@@ -520,6 +524,7 @@ static size_t collect_pending(struct carp_provisioner *p,
     v[n++] = pod;
   }
   p->ignored = (double)ignored;
+  p->acked = 1;
   *nvirtual = carp_prov_add_virtual(p->base.env.cluster, &v, n, &cap);
   *out = v;
   return n + *nvirtual;
@@ -564,6 +569,7 @@ static void reconcile(struct carp_controller *c, const char *key)
   in.pending = pending;
   in.npending = npending;
   in.ignore_preferences = p->o.ignore_preferences;
+  in.stop_when_all_headed = 1;
   carp_prov_problem_build(&pr, c->env.cluster, c->env.provider, &in);
   wait_next = report_waiting(p, &pr);
   if (!pr.p.npods) {
@@ -658,6 +664,7 @@ static void stream_zones(struct carp_metric_writer *w, void *arg)
 static void activated(struct carp_controller *c)
 {
   /* Leading now: whatever is pending gets a batch at once. */
+  PROV(c)->acked = 0;
   carp_controller_enqueue(c, BATCH_KEY);
 }
 

@@ -3,7 +3,8 @@
  * one NodeClaim for pods that fit together, nothing for pods that fit on a
  * node already there, no second NodeClaim for pods already provisioned
  * for, an event for a pod no pool can take, a failed create tried again,
- * no batch for the kube-scheduler's rewrite of a pending pod's status. */
+ * no batch for the kube-scheduler's rewrite of a pending pod's status, no
+ * instance types asked while every pending pod is headed for a target. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -256,10 +257,51 @@ static void test_pending_pods_by_effective_zone(void **state)
   kit_close(&k);
 }
 
+/* Pods headed for the NodeClaim made for them are looked over again and
+ * again, and while every one is headed nothing is solved: the provider is
+ * not asked for its instance types. Once the claim's node is up and the
+ * pods still cannot bind, each is told after the grace, once. */
+static void test_headed_pods_ask_no_instance_types(void **state)
+{
+  struct kit k;
+  size_t asks;
+  double before;
+  (void)state;
+  setup(&k, "");
+  kit_start(&k);
+  kit_pod(&k, "default", "a", NULL, 500, "");
+  kit_pod(&k, "default", "b", NULL, 500, "");
+  kit_advance(&k, 1500);
+  assert_int_equal(creates(&k), 1);
+  asks = carp_fake_provider_calls(k.provider, "instance_types");
+  assert_true(asks >= 1);
+  before = batches(&k);
+  kit_advance(&k, 25 * SEC);
+  assert_true(batches(&k) >= before + 2);
+  assert_int_equal(carp_fake_provider_calls(k.provider, "instance_types"),
+                   asks);
+  kit_claim_up(&k, kit_created_claim(&k, 0), "default");
+  kit_patch(&k, "Node", kit_created_claim(&k, 0),
+            "{spec: {taints: [{key: example.com/held, effect: NoSchedule}]}}");
+  kit_advance(&k, 29 * SEC);
+  assert_int_equal(kit_events(&k, "WaitingForNode"), 0);
+  kit_advance(&k, 12 * SEC);
+  assert_int_equal(kit_events(&k, "WaitingForNode"), 2);
+  kit_advance(&k, 30 * SEC);
+  assert_int_equal(kit_events(&k, "WaitingForNode"), 2);
+  assert_int_equal(creates(&k), 1);
+  /* A pod that is headed nowhere is solved for: the types are asked. */
+  kit_pod(&k, "default", "c", NULL, 500, "");
+  kit_advance(&k, 1500);
+  assert_true(carp_fake_provider_calls(k.provider, "instance_types") > asks);
+  kit_close(&k);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ignored_pods_and_decision_duration),
+      cmocka_unit_test(test_headed_pods_ask_no_instance_types),
       cmocka_unit_test(test_window_then_one_claim),
       cmocka_unit_test(test_window_closes_at_max),
       cmocka_unit_test(test_fits_on_existing_node),

@@ -81,6 +81,7 @@ struct fake {
   struct fake_ice *ice;
   struct fake_fail fail[M_N];
   size_t calls[M_N];
+  size_t type_calls; /* instance_types: answered at once, not an op */
   char drift_claim[128];
   char drift_reason[40];
   int drift_all;
@@ -595,6 +596,7 @@ static int v_instance_types(struct carp_provider *p,
   struct fake *f = F(p);
   size_t i, z;
   (void)nc;
+  f->type_calls++;
   out->n = f->ntypes;
   out->v = carp_calloc(f->ntypes ? f->ntypes : 1, sizeof(*out->v));
   for (i = 0; i < f->ntypes; i++) {
@@ -902,5 +904,7 @@ size_t carp_fake_provider_count(struct carp_provider *p)
 size_t carp_fake_provider_calls(struct carp_provider *p, const char *method)
 {
   int m = method_of(method);
+  if (!strcmp(method, "instance_types"))
+    return F(p)->type_calls;
   return m < 0 ? 0 : F(p)->calls[m];
 }
