@@ -16,10 +16,14 @@
  * - the loop is kept alive by the `busy` check handle while a request is
  *   undelivered, and by the defer timer while work is queued; curl's own
  *   timer and polls are unref'd, so an idle client does not hold the loop.
- * - with stream_coalesce_ms, a socket whose transfer streams (a watch) and
- *   turns readable is parked: its poll stops until the coalesce timer
- *   reads every parked socket at once. A socket is never parked while
- *   curl wants to write on it or while it serves a buffered response. */
+ * - with stream_coalesce_ms, a socket whose transfer streams (a watch) is
+ *   read at once when it turns readable, and once that read delivered
+ *   data it is parked: its poll stops until the coalesce timer, which
+ *   reads every parked socket that has data meanwhile (parking it again)
+ *   and watches the others again. Data after a quiet spell is read
+ *   without delay; a steady stream costs one wake-up per window, not one
+ *   per event. A socket is never parked while curl wants to write on it
+ *   or while it serves a buffered response. */
 #include <limits.h>
 #include <pthread.h>
 #include <string.h>
@@ -37,7 +41,7 @@ struct carp__http_sock {
   curl_socket_t fd;
   int events;    /* what curl last asked to watch */
   int streaming; /* its transfer streams (a watch): reads may wait */
-  int parked;    /* readable, left for the coalesce timer */
+  int parked;    /* read lately: not watched until the coalesce timer */
   int closed;    /* sock_close ran; memory lives until on_sock_closed */
   struct carp_http_link parked_link; /* on client->parked while parked */
 };
@@ -251,51 +255,70 @@ static void socket_action(struct carp_http_client *c, curl_socket_t fd,
 }
 
 static void on_poll(uv_poll_t *h, int status, int events);
+static void on_coalesce(uv_timer_t *t);
 
-/* Reads every parked socket. curl reads until its buffers are dry or it
- * has looped enough; what the kernel still holds after that is read at
- * once rather than a window later, so a burst is never throttled. */
+/* After a read of a streaming response: stop watching the socket until
+ * the coalesce timer, which reads whatever came meanwhile. Not when curl
+ * wants to write, or no longer streams on it. */
+static void park(struct carp__http_sock *s)
+{
+  struct carp_http_client *c = s->client;
+  if (s->closed || s->parked || !s->streaming || (s->events & UV_WRITABLE) ||
+      uv_poll_stop(&s->poll))
+    return;
+  if (!uv_is_active((uv_handle_t *)&c->coalesce) &&
+      uv_timer_start(&c->coalesce, on_coalesce, c->stream_coalesce_ms, 0)) {
+    (void)uv_poll_start(&s->poll, s->events, on_poll); /* unparked then */
+    return;
+  }
+  s->parked = 1;
+  carp__http_list_push(&c->parked, &s->parked_link);
+}
+
+/* Reads what a streaming socket holds. curl reads until its buffers are
+ * dry or it has looped enough; what the kernel still holds after that is
+ * read at once rather than a window later, so a burst is never
+ * throttled. s may be closed when this returns. */
+static void read_stream(struct carp_http_client *c, struct carp__http_sock *s)
+{
+  int i, avail = 0;
+  for (i = 0; i < 16; i++) {
+    socket_action(c, s->fd, CURL_CSELECT_IN);
+    if (s->closed || ioctl(s->fd, FIONREAD, &avail) != 0 || avail <= 0)
+      break;
+  }
+}
+
+/* The window is over: every parked socket that has data is read and
+ * parked again (a steady stream is read once a window); the others are
+ * watched again, so the next event after a quiet spell is read at once. */
 static void on_coalesce(uv_timer_t *t)
 {
   struct carp_http_client *c =
       carp_container_of(t, struct carp_http_client, coalesce);
+  struct carp_http_link due;
+  carp__http_list_init(&due);
+  /* Sockets parked again while these are read wait for the next window. */
   while (!carp__http_list_empty(&c->parked)) {
+    struct carp_http_link *l = c->parked.next;
+    carp__http_list_remove(l);
+    carp__http_list_push(&due, l);
+  }
+  while (!carp__http_list_empty(&due)) {
     struct carp__http_sock *s =
-        carp_container_of(c->parked.next, struct carp__http_sock, parked_link);
-    int i, avail = 0, rc;
+        carp_container_of(due.next, struct carp__http_sock, parked_link);
+    int avail = 0, rc;
     carp__http_list_remove(&s->parked_link);
     s->parked = 0;
+    if (ioctl(s->fd, FIONREAD, &avail) == 0 && avail > 0) {
+      read_stream(c, s);
+      park(s);
+      continue;
+    }
     rc = uv_poll_start(&s->poll, s->events, on_poll);
     if (rc)
       CARP_LOG_ERROR(CARP_HTTP_LOG, "uv_poll_start failed", CARP_F_ERR(rc));
-    for (i = 0; i < 16; i++) {
-      socket_action(c, s->fd, CURL_CSELECT_IN);
-      if (s->closed || ioctl(s->fd, FIONREAD, &avail) != 0 || avail <= 0)
-        break;
-    }
   }
-}
-
-/* A streaming response that has data: wait for the coalesce timer, which
- * reads it with whatever else came meanwhile. */
-static int park(struct carp__http_sock *s)
-{
-  struct carp_http_client *c = s->client;
-  int rc;
-  if (uv_poll_stop(&s->poll))
-    return 0;
-  s->parked = 1;
-  carp__http_list_push(&c->parked, &s->parked_link);
-  if (!uv_is_active((uv_handle_t *)&c->coalesce)) {
-    rc = uv_timer_start(&c->coalesce, on_coalesce, c->stream_coalesce_ms, 0);
-    if (rc) { /* read at once then */
-      carp__http_list_remove(&s->parked_link);
-      s->parked = 0;
-      (void)uv_poll_start(&s->poll, s->events, on_poll);
-      return 0;
-    }
-  }
-  return 1;
 }
 
 static void on_poll(uv_poll_t *h, int status, int events)
@@ -304,9 +327,16 @@ static void on_poll(uv_poll_t *h, int status, int events)
       carp_container_of(h, struct carp__http_sock, poll);
   int flags = 0;
 
+  /* s's memory lives until on_sock_closed, which runs in a later loop
+   * phase: read_stream and park may look at it after curl closed it. */
   if (status == 0 && events == UV_READABLE && s->streaming &&
-      s->client->stream_coalesce_ms && park(s))
+      s->client->stream_coalesce_ms) {
+    uint64_t before = s->client->streamed;
+    read_stream(s->client, s);
+    if (s->client->streamed != before)
+      park(s);
     return;
+  }
 
   /* libuv reports a socket error (a reset peer, a refused connect) as
    * status < 0 and stops the poll; curl must hear about it. */
@@ -401,7 +431,7 @@ static int on_socket(CURL *easy, curl_socket_t fd, int what, void *userp,
   s->streaming = easy_streams(easy);
   if (s->parked) {
     if (s->streaming && !(events & UV_WRITABLE))
-      return 0; /* the coalesce timer starts the poll again */
+      return 0; /* the coalesce timer watches it again */
     /* Now a transfer that must not wait: watch again at once. */
     carp__http_list_remove(&s->parked_link);
     s->parked = 0;

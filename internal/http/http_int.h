@@ -99,6 +99,7 @@ struct carp_http_client {
   uv_timer_t coalesce;            /* reads parked sockets; unref'd */
   uint64_t stream_coalesce_ms;    /* 0: streams are read at once */
   struct carp_http_link parked;   /* struct carp__http_sock waiting */
+  uint64_t streamed;              /* on_data calls so far (parking) */
   uv_check_t busy;                /* active while any request is undelivered */
   struct carp_http_link pending;  /* started, not yet in the multi */
   struct carp_http_link running;  /* in the multi, no result yet */

@@ -187,6 +187,7 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
     return CURL_WRITEFUNC_ERROR;
   req->last_rx = uv_now(req->client->loop);
   if (req->on_data) {
+    req->client->streamed++;
     rc = req->on_data(req, ptr, len, req->arg);
     if (rc < 0)
       carp__http_request_finish(req, rc, "aborted by on_data", 0);

@@ -31,8 +31,12 @@ enum op_state {
  * slower (1.5-2.0 s for the worst of the first batch). */
 #define CARP_KUBE_MAX_REQUESTS 8
 /* How long a watch stream's data may wait to be read (see
- * carp_http_client_options.stream_coalesce_ms). */
-#define CARP_KUBE_WATCH_COALESCE_MS 20
+ * carp_http_client_options.stream_coalesce_ms). An event after a quiet
+ * spell is read at once; only events that follow it within the window
+ * wait, so a NodeClaim's steps (seconds apart) are not slowed, while the
+ * steady stream of a large scale-out (100 pod events a second for two
+ * minutes at 5,000 pods) wakes Carpenter 20 times a second, not 50. */
+#define CARP_KUBE_WATCH_COALESCE_MS 50
 
 struct carp_kube_op {
   struct carp_kube *k;

@@ -1174,6 +1174,38 @@ static void test_streams_read_together(void **state)
   ctx_finish(&x);
 }
 
+/* With stream_coalesce_ms, data after a quiet spell is read at once: only
+ * what follows it within the window waits. The window here is an hour: the
+ * first line, 300 ms in, would otherwise wait for the client's next timer
+ * (10 s), past the deadline. */
+static void test_stream_read_at_once_after_quiet(void **state)
+{
+  struct carp_http_client_options co;
+  struct ctx x;
+  struct carp_http_request_options o;
+  struct res r;
+  char u[256];
+  int done = 0;
+  (void)state;
+
+  memset(&co, 0, sizeof(co));
+  co.stream_coalesce_ms = 3600 * 1000;
+  ctx_init(&x, &co);
+  url(u, sizeof(u), &fx.plain, 0, "/drip?n=3&first=300&interval=300");
+  res_init(&r, &x);
+  r.counter = &done;
+  r.cancel_at_lines = 1;
+  opts_init(&o, &r, "GET", u);
+  o.on_data = cb_data;
+  assert_int_equal(start(&x, &o, &r), 0);
+  run_until(&x, &done, 1, 5000);
+  assert_int_equal(r.err, CARP_ECANCELED);
+  assert_string_equal(carp_buf_cstr(&r.data), "chunk-0\n");
+  assert_int_equal(r.violations, 0);
+  res_free(&r);
+  ctx_finish(&x);
+}
+
 /* Starting a request from inside another's on_data (inside curl's write
  * callback, where curl_multi_add_handle is refused) works. */
 struct spawner {
@@ -1701,6 +1733,7 @@ int main(void)
       cmocka_unit_test(test_cancel_during_stream),
       cmocka_unit_test(test_stream_order_and_abort),
       cmocka_unit_test(test_streams_read_together),
+      cmocka_unit_test(test_stream_read_at_once_after_quiet),
       cmocka_unit_test(test_start_from_callback),
       cmocka_unit_test(test_reason_and_headers),
       cmocka_unit_test(test_max_body),
