@@ -25,6 +25,10 @@ class Faults:
         self.fault_message = opts.fault_500_message
         self.delay_ms = opts.delay_ms
         self.delay_jitter_ms = opts.delay_jitter_ms
+        # One path answered this much later still (runtime only): a test
+        # holds a single call open, e.g. /cluster/nextid.
+        self.slow_route = ""
+        self.slow_route_ms = 0.0
         self.bad_token_delay = opts.bad_token_delay
         self.fault_body = opts.fault_body_fraction
         self.fault_body_mode = opts.fault_body
@@ -45,12 +49,13 @@ class Faults:
     def applies_to(self, method):
         return not self.fault_methods or method in self.fault_methods
 
-    def delay_seconds(self):
+    def delay_seconds(self, rel=None):
+        extra = self.slow_route_ms if self.slow_route and rel == self.slow_route else 0.0
         if self.delay_ms <= 0 and self.delay_jitter_ms <= 0:
-            return 0.0
+            return extra / 1000.0
         with self.lock:
             jitter = self.rng.uniform(0, self.delay_jitter_ms) if self.delay_jitter_ms else 0
-        return (self.delay_ms + jitter) / 1000.0
+        return (self.delay_ms + jitter + extra) / 1000.0
 
     def snapshot(self):
         return {
@@ -59,6 +64,7 @@ class Faults:
             "fault_500": self.fault_500, "fault_500_after": self.fault_500_after,
             "fault_methods": sorted(self.fault_methods), "fault_message": self.fault_message,
             "delay_ms": self.delay_ms, "delay_jitter_ms": self.delay_jitter_ms,
+            "slow_route": self.slow_route, "slow_route_ms": self.slow_route_ms,
             "bad_token_delay": self.bad_token_delay,
             "fault_body": self.fault_body, "fault_body_mode": self.fault_body_mode,
             "fault_body_bytes": self.fault_body_bytes,
@@ -66,9 +72,13 @@ class Faults:
 
     def update(self, d):
         with self.lock:
-            for k in FRACTIONS + ("delay_ms", "delay_jitter_ms", "bad_token_delay"):
+            for k in FRACTIONS + ("delay_ms", "delay_jitter_ms", "bad_token_delay", "slow_route_ms"):
                 if k in d:
                     setattr(self, k, float(d[k]))
+            if "slow_route" in d:
+                if not isinstance(d["slow_route"], str):
+                    raise ValueError("slow_route: an API path such as /cluster/nextid")
+                self.slow_route = d["slow_route"]
             if "fault_body_mode" in d:
                 if d["fault_body_mode"] not in BODY_MODES:
                     raise ValueError("fault_body_mode: one of %s" % ", ".join(BODY_MODES))

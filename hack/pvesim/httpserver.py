@@ -460,7 +460,7 @@ class App:
             if self.faults.applies_to(method) and self.faults.draw("fault_500_after"):
                 self.stats_inc("fault_500_after")
                 raise PveError(500, self.faults.fault_message + "\n")
-            d = self.faults.delay_seconds()
+            d = self.faults.delay_seconds(rec.get("rel"))
             if d:
                 time.sleep(d)
             if self.faults.applies_to(method) and self.faults.draw("fault_body"):

@@ -6,6 +6,8 @@
  *
  *   create:count=N[,prefix=P][,type=T][,zone=Z][,region=R][,cancel_ms=MS][,name=X]
  *          (cancel_ms: cancel that long after the reserve hook ran)
+ *          [,cancel_first_ms=MS] (the step's first create only, that long
+ *          after it started: before the VMID, say)
  *          [,uid=U][,annotation=@|VALUE][,steal=TMPLVMID@NODE][,userdata=FILE]
  *   delete            every instance created so far, repeated until NotFound
  *   get | list | types | status | refresh
@@ -59,6 +61,7 @@ struct claim {
   int status;
   uint64_t start_ms, create_ms;
   uv_timer_t cancel_timer;
+  int cancel_armed; /* cancel_timer runs */
   uint64_t cancel_ms;
   /* steal: clone a VM onto the reserved VMID before answering */
   int64_t steal_tmpl;
@@ -294,6 +297,14 @@ static void on_stolen(const struct carp_pve_result *r, void *arg)
 
 static void on_cancel_timer(uv_timer_t *t);
 
+static void arm_cancel(struct claim *c, uint64_t ms)
+{
+  uv_timer_init(&loop, &c->cancel_timer);
+  c->cancel_timer.data = c;
+  c->cancel_armed = 1;
+  uv_timer_start(&c->cancel_timer, on_cancel_timer, ms, 0);
+}
+
 static void reserve(const struct carp_nodeclaim *nc,
                     const struct carp_provider_reservation *r,
                     carp_provider_reserved_cb done, void *token, void *arg)
@@ -309,12 +320,9 @@ static void reserve(const struct carp_nodeclaim *nc,
   carp_jw_kstr(&w, "value", r->value);
   carp_jw_kint(&w, "count", c->reserves);
   emit_end(&w);
-  if (c->cancel_ms && c->reserves == 1) {
-    /* The controller dies after the annotation is stored. */
-    uv_timer_init(&loop, &c->cancel_timer);
-    c->cancel_timer.data = c;
-    uv_timer_start(&c->cancel_timer, on_cancel_timer, c->cancel_ms, 0);
-  }
+  if (c->cancel_ms && c->reserves == 1)
+    arm_cancel(c, c->cancel_ms); /* the controller dies after the
+                                    annotation is stored */
   if (c->steal_tmpl && c->reserves == 1) {
     /* Someone else clones onto the VMID between our check and our clone. */
     struct carp_pve_form f;
@@ -353,6 +361,7 @@ static void on_cancel_timer(uv_timer_t *t)
   struct claim *c = t->data;
   if (!c->done && c->op)
     carp_provider_cancel(prov, c->op);
+  c->cancel_armed = 0;
   uv_close((uv_handle_t *)t, cancel_close);
 }
 
@@ -364,6 +373,10 @@ static void on_created(int status, const struct carp_provider_instance *inst,
   c->done = 1;
   c->status = status;
   c->op = NULL;
+  if (c->cancel_armed) { /* done first: no cancel to make */
+    c->cancel_armed = 0;
+    uv_close((uv_handle_t *)&c->cancel_timer, cancel_close);
+  }
   c->create_ms = carp_time_mono_ms() - c->start_ms;
   emit_begin(&w, "create");
   carp_jw_kstr(&w, "nodeclaim", c->name);
@@ -414,13 +427,15 @@ static void step_create(const char *opts)
   const char *t = opt(opts, "type", type, sizeof(type));
   const char *z = opt(opts, "zone", zone, sizeof(zone));
   int count = 1, i;
-  uint64_t cancel_ms = 0;
+  uint64_t cancel_ms = 0, cancel_first_ms = 0;
   if (opt(opts, "count", buf, sizeof(buf)))
     count = atoi(buf);
   want_region = opt(opts, "region", region, sizeof(region));
   opt(opts, "prefix", prefix, sizeof(prefix));
   if (opt(opts, "cancel_ms", buf, sizeof(buf)))
     cancel_ms = (uint64_t)atoll(buf);
+  if (opt(opts, "cancel_first_ms", buf, sizeof(buf)))
+    cancel_first_ms = (uint64_t)atoll(buf);
   if (opt(opts, "userdata", udfile, sizeof(udfile))) {
     carp_free(userdata_text);
     userdata_text = read_file(udfile, &userdata_len);
@@ -480,6 +495,8 @@ static void step_create(const char *opts)
     }
     pending++;
     c->cancel_ms = cancel_ms; /* counted from the reserve hook */
+    if (cancel_first_ms && i == 0)
+      arm_cancel(c, cancel_first_ms);
   }
   run_until_done();
   want_region = NULL;

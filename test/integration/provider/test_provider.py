@@ -561,6 +561,34 @@ class TestConcurrent(ProviderCase):
         self.sim.delete("/nodes/pve1/qemu/%d" % (floor + 1), purge=1)
 
 
+    def test_create_cancelled_while_nextid_is_asked(self):
+        # /cluster/nextid answers 1.5 s late: a burst of three waits for
+        # it, and the first create is cancelled meanwhile. It leaves the
+        # wait (the other two are woken by the one answer and go on) and
+        # nothing is cloned for it.
+        got = self.sim.ctl("POST", "/faults", {"slow_route": "/cluster/nextid",
+                                               "slow_route_ms": 1500})
+        self.assertEqual(got.get("slow_route"), "/cluster/nextid", got)
+        try:
+            seen = len(self.sim.requests())
+            ev = self.drive(nodeclass(), "create:count=3,prefix=cut,cancel_first_ms=700",
+                            "delete")
+        finally:
+            self.sim.ctl("POST", "/faults", {"slow_route": "", "slow_route_ms": 0})
+        created = {c["nodeclaim"]: c for c in self.of(ev, "create")}
+        self.assertEqual(created["cut-1"]["errname"], "ECANCELED", created["cut-1"])
+        self.assertEqual(created["cut-1"]["reserves"], 0)
+        self.assertEqual([created[n]["status"] for n in ("cut-2", "cut-3")], [0, 0])
+        mine = self.sim.requests()[seen:]
+        asked = [r for r in mine if r.get("route") == "/cluster/nextid"
+                 and r.get("token", "").endswith("!carpenter")]
+        self.assertEqual(len(asked), 1)
+        clones = [str(r["params"].get("name", "")) for r in mine
+                  if r.get("route", "").endswith("/clone")]
+        self.assertEqual(sorted(clones), ["cut-2", "cut-3"])
+        self.assert_clean([created[n]["vmid"] for n in ("cut-2", "cut-3")])
+
+
 # -------------------------------------------------------------------------------
 class TestRegions(ProviderCase):
     """Two Proxmox clusters at once; one host of the first is offline."""
