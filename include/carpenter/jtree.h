@@ -82,4 +82,12 @@ int carp_jtree_jdec(struct carp_jdec *d, struct carp_jtree *t,
 void carp_jtree_jdec_member(struct carp_jdec *d, struct carp_jtree *t,
                             const struct carp_jval *v);
 
+/* A whole JSON text (comments allowed, one value, as carp_json_parse)
+ * into a tree in a, with no malloc per value: for answers read once and
+ * dropped, where yajl_tree_parse's malloc per value (and the free of each)
+ * cost more than the parse. *out lives as long as a's memory. Returns 0,
+ * or CARP_EPARSE with *err (carp_free it) when err is not NULL. */
+int carp_jtree_parse(struct carp_arena *a, const char *text, size_t len,
+                     yajl_val *out, char **err);
+
 #endif

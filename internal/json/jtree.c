@@ -262,3 +262,38 @@ int carp_jtree_jdec(struct carp_jdec *d, struct carp_jtree *t,
     snprintf(t->err, sizeof(t->err), "cannot be built");
   return rc < 0 ? CARP_EPARSE : 0;
 }
+
+/* ---- a whole text ---- */
+
+static int parse_root(struct carp_jdec *d, void *ctx, const struct carp_jval *v)
+{
+  return carp_jtree_jdec(d, ctx, v);
+}
+
+int carp_jtree_parse(struct carp_arena *a, const char *text, size_t len,
+                     yajl_val *out, char **err)
+{
+  struct carp_jdec d;
+  struct carp_jtree t;
+  int rc;
+  *out = NULL;
+  /* Embedded NULs would cut the strings short, as in carp_json_parse. */
+  if (memchr(text, '\0', len)) {
+    if (err)
+      *err = carp_strdup("NUL byte inside JSON text");
+    return CARP_EPARSE;
+  }
+  carp_jtree_init(&t, a, 0, NULL);
+  carp_jdec_init(&d, parse_root, &t);
+  rc = carp_jdec_parse(&d, text, len, err);
+  if (!rc && (t.err[0] || !t.done)) {
+    if (err)
+      *err = carp_strdup(t.err[0] ? t.err : "no JSON value");
+    rc = CARP_EPARSE;
+  }
+  if (!rc)
+    *out = t.done;
+  carp_jdec_free(&d);
+  carp_jtree_free(&t);
+  return rc;
+}

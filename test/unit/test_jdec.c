@@ -373,12 +373,72 @@ static void test_tree(void **state)
   carp_buf_free(&got);
 }
 
+/* carp_jtree_parse: a whole text into the tree yajl would build; what
+ * yajl refuses is refused, with no tree. */
+static void test_tree_parse(void **state)
+{
+  static const char *in =
+      "/* c */ {\"metadata\":{\"resourceVersion\":\"7\",\"n\":[1,2.5e3,-3]},"
+      "\"s\":\"\\u00e9\\n\",\"t\":true,\"z\":null,\"e\":{},\"a\":[]}";
+  static const char *bad[] = {"{",         "{\"a\":1}x", "{\"a\":1} {}",
+                              "[1,]",      "{'a':1}",    "nul",
+                              "{\"a\" 1}", "\"open"};
+  struct carp_arena arena;
+  struct carp_buf want, got;
+  yajl_val v, ref;
+  char *err = NULL, deep[400];
+  size_t i;
+  (void)state;
+  carp_arena_init(&arena);
+  carp_buf_init(&want, CARP_BUF_UNLIMITED);
+  carp_buf_init(&got, CARP_BUF_UNLIMITED);
+  assert_int_equal(carp_jtree_parse(&arena, in, strlen(in), &v, &err), 0);
+  assert_null(err);
+  assert_int_equal(carp_json_parse(in, strlen(in), &ref, NULL), 0);
+  written(ref, &want);
+  written(v, &got);
+  assert_string_equal(got.ptr, want.ptr);
+  assert_string_equal(carp_json_str(v, "metadata", "resourceVersion", NULL),
+                      "7");
+  carp_json_free(ref);
+  for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    v = (yajl_val)&arena; /* not left as it was */
+    assert_int_equal(carp_jtree_parse(&arena, bad[i], strlen(bad[i]), &v, &err),
+                     CARP_EPARSE);
+    assert_null(v);
+    assert_non_null(err);
+    carp_free(err);
+    err = NULL;
+    assert_int_equal(carp_json_parse(bad[i], strlen(bad[i]), &ref, NULL),
+                     CARP_EPARSE);
+  }
+  assert_int_equal(carp_jtree_parse(&arena, "", 0, &v, NULL), CARP_EPARSE);
+  /* A NUL inside would cut a string short. */
+  assert_int_equal(carp_jtree_parse(&arena, "{\"a\":\"x\0y\"}", 11, &v, &err),
+                   CARP_EPARSE);
+  assert_non_null(strstr(err, "NUL"));
+  carp_free(err);
+  err = NULL;
+  /* Deeper than a decoder goes: refused, not cut. */
+  for (i = 0; i < 200; i++) {
+    deep[i] = '[';
+    deep[399 - i] = ']';
+  }
+  assert_int_equal(carp_jtree_parse(&arena, deep, sizeof(deep), &v, &err),
+                   CARP_EPARSE);
+  assert_null(v);
+  carp_free(err);
+  carp_arena_free(&arena);
+  carp_buf_free(&want);
+  carp_buf_free(&got);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_events), cmocka_unit_test(test_errors_and_depth),
       cmocka_unit_test(test_copy),   cmocka_unit_test(test_readings),
-      cmocka_unit_test(test_tree),
+      cmocka_unit_test(test_tree),   cmocka_unit_test(test_tree_parse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
