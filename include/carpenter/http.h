@@ -73,9 +73,11 @@ struct carp_http_client_options {
   uint64_t connect_timeout_ms; /* 0: 10 s */
   long max_host_connections;   /* 0: no limit */
   /* Streaming responses (requests with on_data: watches) are read at most
-   * this often: an API server sends each watch event as it happens, and a
-   * wake-up per event (kernel, TLS record, curl) cost more than decoding
-   * it. 0: read at once. Responses that are not streamed never wait. */
+   * this often while they stream: an API server sends each watch event as
+   * it happens, and a wake-up per event (kernel, TLS record, curl) cost
+   * more than decoding it. Data after a quiet spell is read at once; what
+   * follows it within this time waits for one read. 0: always at once.
+   * Responses that are not streamed never wait. */
   uint64_t stream_coalesce_ms;
 };
 
