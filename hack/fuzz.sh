@@ -7,7 +7,7 @@
 # new inputs that cover more into the tree's corpus.
 #
 # usage: hack/fuzz.sh [--seconds N] [--keep] [TARGET...]
-#        (targets: informer framer yaml units kubeconfig pveconfig pve;
+#        (targets: informer framer jskip yaml units kubeconfig pveconfig pve;
 #        default 60 seconds)
 set -euo pipefail
 CARP_ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
   *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(informer framer yaml units kubeconfig pveconfig pve)
+[ ${#targets[@]} -gt 0 ] || targets=(informer framer jskip yaml units kubeconfig pveconfig pve)
 
 carp_install_debs clang
 dir=$CARP_ROOT/build-fuzz

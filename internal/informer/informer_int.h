@@ -19,6 +19,9 @@ struct inf_dec;
 
 struct inf_dec *inf_dec_new(const struct carp_kind *kind);
 void inf_dec_free(struct inf_dec *dec);
+/* The metadata.managedFields passed over unparsed so far (jdec.h's
+ * carp_jdec_pass_over), for tests. */
+size_t inf_dec_passed_over(const struct inf_dec *dec);
 
 /* A list page: each item goes to fn as soon as it has ended, then the
  * page's own fields are in *pg (rv and cont to free). Returns 0, or

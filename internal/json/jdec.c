@@ -15,6 +15,7 @@
 #include "carpenter/error.h"
 #include "carpenter/json.h"
 #include "carpenter/timeutil.h"
+#include "jskip.h"
 
 void carp_jdec_init(struct carp_jdec *d, carp_jdec_fn root, void *ctx)
 {
@@ -36,6 +37,19 @@ void carp_jdec_free(struct carp_jdec *d)
 {
   carp_buf_free(&d->key);
   carp_buf_free(&d->text);
+  CARP_FREE(&d->over);
+}
+
+void carp_jdec_pass_over(struct carp_jdec *d, const char *key)
+{
+  size_t n = strlen(key);
+  CARP_FREE(&d->over);
+  d->over = carp_malloc(n + 5);
+  d->over[0] = ',';
+  d->over[1] = '"';
+  memcpy(d->over + 2, key, n);
+  memcpy(d->over + 2 + n, "\":", 3);
+  d->over_len = n + 4;
 }
 
 /* ---- frames ---- */
@@ -256,6 +270,7 @@ static int scalar(struct carp_jdec *d, enum carp_jtype t, const char *s,
                   size_t n)
 {
   struct carp_jval v;
+  d->after_value = 1;
   if (d->skip) {
     if (d->raw)
       raw_scalar(d->raw->out, t, s, n);
@@ -302,6 +317,7 @@ static int start(struct carp_jdec *d, enum carp_jtype t)
 {
   struct carp_jval v = {t, NULL, 0};
   int entered, rc;
+  d->after_value = 0;
   if (d->skip) {
     if (d->raw) {
       raw_sep(d->raw->out, 0);
@@ -329,6 +345,7 @@ static int on_start_array(void *ctx)
 static int on_key(void *ctx, const unsigned char *k, size_t n)
 {
   struct carp_jdec *d = ctx;
+  d->after_value = 0;
   if (!d->skip)
     set_key(d, (const char *)k, n);
   else if (d->raw)
@@ -338,6 +355,7 @@ static int on_key(void *ctx, const unsigned char *k, size_t n)
 
 static int end(struct carp_jdec *d, char close)
 {
+  d->after_value = 1;
   if (d->skip) {
     if (d->raw) {
       carp_buf_putc(d->raw->out, close);
@@ -377,6 +395,54 @@ char *carp_jdec_yajl_error(yajl_handle h, const char *text, size_t len)
   return out;
 }
 
+/* The parser has read up to a ',' that begins a member named d->over, in
+ * an object of a frame (not a skipped container, where no state is kept,
+ * nor an array), after a value: the member can be passed over. */
+static int at_member(const struct carp_jdec *d, const char *text, size_t q)
+{
+  return !d->skip && !d->raw && d->depth > 0 && !d->stack[d->depth].array &&
+         d->after_value && carp__jskip_ends_value(text, q);
+}
+
+/* yajl_parse over the text, each member named d->over that the scan can
+ * vouch for left out (jskip.c). */
+static yajl_status feed_passing_over(struct carp_jdec *d, const char *text,
+                                     size_t len)
+{
+  struct carp_jskip_scan s = {0, 0, 0};
+  size_t fed = 0, from = 0;
+  yajl_status st = yajl_status_ok;
+  for (;;) {
+    const char *hit = memmem(text + from, len - from, d->over, d->over_len);
+    size_t q, end;
+    if (!hit)
+      break;
+    q = (size_t)(hit - text);
+    from = q + 1;
+    carp__jskip_scan(&s, text, q);
+    if (s.comment)
+      break;
+    if (s.in_string)
+      continue;
+    if (q > fed) {
+      st = yajl_parse(d->yajl, (const unsigned char *)text + fed, q - fed);
+      fed = q;
+      if (st != yajl_status_ok)
+        return st;
+    }
+    if (!at_member(d, text, q))
+      continue;
+    end = carp__jskip_value(text, q + d->over_len, len);
+    if (!end || !carp__jskip_member_follows(text, end, len))
+      continue;
+    d->passed++;
+    fed = from = s.at = end;
+  }
+  return fed < len
+             ? yajl_parse(d->yajl, (const unsigned char *)text + fed, len - fed)
+             : st;
+}
+
 int carp_jdec_parse(struct carp_jdec *d, const char *text, size_t len,
                     char **err)
 {
@@ -398,7 +464,9 @@ int carp_jdec_parse(struct carp_jdec *d, const char *text, size_t len,
   }
   d->yajl = yajl_alloc(&callbacks, NULL, d);
   yajl_config(d->yajl, yajl_allow_comments, 1);
-  st = yajl_parse(d->yajl, (const unsigned char *)text, len);
+  d->after_value = 0;
+  st = d->over ? feed_passing_over(d, text, len)
+               : yajl_parse(d->yajl, (const unsigned char *)text, len);
   if (st == yajl_status_ok)
     st = yajl_complete_parse(d->yajl);
   if (st == yajl_status_client_canceled) {

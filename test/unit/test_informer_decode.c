@@ -255,6 +255,21 @@ static void test_events(void **state)
   assert_non_null(o.obj);
   assert_string_equal(o.obj->key, "ns/b");
   carp_obj_unref(o.obj);
+  /* Its managedFields are passed over unparsed, and the rest is read. */
+  assert_int_equal(inf_dec_passed_over(dec), 0);
+  assert_int_equal(
+      event(dec,
+            "{\"type\":\"MODIFIED\",\"object\":" POD(
+                "c", ",\"managedFields\":[{\"manager\":\"kubelet\","
+                     "\"fieldsV1\":{\"f:status\":{\".\":{}}}}]") "}",
+            &ev),
+      0);
+  assert_int_equal(inf_dec_passed_over(dec), 1);
+  inf_dec_event_object(dec, &o);
+  assert_non_null(o.obj);
+  assert_string_equal(o.obj->key, "ns/c");
+  assert_string_equal(((struct carp_pod *)o.obj)->node_name, "n1");
+  carp_obj_unref(o.obj);
   /* An object that cannot be decoded. */
   assert_int_equal(event(dec, "{\"type\":\"ADDED\",\"object\":5}", &ev), 0);
   assert_null(ev.id.resource_version);
