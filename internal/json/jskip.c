@@ -56,8 +56,10 @@ void carp__jskip_scan(struct carp_jskip_scan *s, const char *text, size_t to)
       i++;
     if (i == to)
       break;
-    if (outside[p[i]] == SLASH)
+    if (outside[p[i]] == SLASH) {
       s->comment = 1; /* it may hide a quote: the parser's job from here */
+      break;
+    }
     s->in_string = 1;
     i++;
   }
