@@ -71,6 +71,7 @@ struct carp_jframe {
   int field;               /* the current member's key in keys, or -1 */
   size_t index;            /* the current element (arrays) or member */
   int array;
+  int pass_over; /* an object under carp_jdec_pass_over's parent name */
 };
 
 struct carp_jdec {
@@ -89,6 +90,7 @@ struct carp_jdec {
   yajl_handle yajl;
   char *over; /* ,"key": of carp_jdec_pass_over, or NULL */
   size_t over_len;
+  char *parent;    /* the name of the member whose objects it applies in */
   size_t passed;   /* members passed over so far */
   int after_value; /* the parser's last event ended a value */
 };
@@ -106,14 +108,17 @@ void carp_jdec_free(struct carp_jdec *d);
  * document after another. */
 int carp_jdec_parse(struct carp_jdec *d, const char *text, size_t len,
                     char **err);
-/* Members named key, in any object, are read by none of the decoder's
+/* Members named key of an object that is the value of a member named
+ * parent (managedFields of metadata) are read by none of the decoder's
  * handlers (nor copied by them): carp_jdec_parse may pass over one with a
- * byte scan instead of the parser when it is sure that it is a member
- * that the parser would accept whole (its value validated as strictly);
- * otherwise the parser reads it and the handlers see it as before. For
- * metadata.managedFields, a quarter to a half of an object's bytes. key
- * is plain ASCII without quotes or backslashes. */
-void carp_jdec_pass_over(struct carp_jdec *d, const char *key);
+ * byte scan instead of the parser when it is sure that it is a member that
+ * the parser would accept whole (its value validated as strictly);
+ * otherwise the parser reads it and the handlers see it as before. Other
+ * members of that name (a label called managedFields) are read as ever.
+ * metadata.managedFields is a quarter to a half of an object's bytes. Both
+ * names are plain ASCII without quotes or backslashes. */
+void carp_jdec_pass_over(struct carp_jdec *d, const char *parent,
+                         const char *key);
 
 /* Hands a parsed tree (v NULL: nothing) to the handlers: the value goes to
  * the current handler, as if it came next from the parser. Returns 0 or a

@@ -55,8 +55,9 @@ struct inf_dec *inf_dec_new(const struct carp_kind *kind)
   struct inf_dec *dec = CARP_NEW(struct inf_dec);
   dec->kind = kind;
   carp_jdec_init(&dec->d, NULL, dec);
-  /* No decoder reads it, and it is a quarter to a half of each object. */
-  carp_jdec_pass_over(&dec->d, "managedFields");
+  /* No decoder reads it, and it is a quarter to a half of each object. A
+   * label or a spec field of that name is read as ever. */
+  carp_jdec_pass_over(&dec->d, "metadata", "managedFields");
   if (kind->stream)
     dec->state = kind->stream->state_new();
   carp_arena_init(&dec->arena);

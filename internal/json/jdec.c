@@ -38,12 +38,16 @@ void carp_jdec_free(struct carp_jdec *d)
   carp_buf_free(&d->key);
   carp_buf_free(&d->text);
   CARP_FREE(&d->over);
+  CARP_FREE(&d->parent);
 }
 
-void carp_jdec_pass_over(struct carp_jdec *d, const char *key)
+void carp_jdec_pass_over(struct carp_jdec *d, const char *parent,
+                         const char *key)
 {
   size_t n = strlen(key);
   CARP_FREE(&d->over);
+  CARP_FREE(&d->parent);
+  d->parent = carp_strdup(parent);
   d->over = carp_malloc(n + 5);
   d->over[0] = ',';
   d->over[1] = '"';
@@ -58,8 +62,13 @@ int carp_jdec_enter(struct carp_jdec *d, carp_jdec_fn fn, void *ctx,
                     const char *const *keys)
 {
   struct carp_jframe *f;
+  int over;
   if (d->depth >= CARP_JDEC_MAX_DEPTH || d->entered)
     return CARP_ETOOBIG;
+  /* Entered as the value of a member named d->parent (its key is the
+   * current one; deliver() tells an array apart once entered). */
+  over = d->parent && d->depth > 0 && !d->stack[d->depth].array && d->kp &&
+         !strcmp(d->kp, d->parent);
   f = &d->stack[++d->depth];
   f->fn = fn;
   f->ctx = ctx;
@@ -68,6 +77,7 @@ int carp_jdec_enter(struct carp_jdec *d, carp_jdec_fn fn, void *ctx,
   f->field = -1;
   f->index = 0;
   f->array = 0; /* set by deliver(), which knows the value's type */
+  f->pass_over = over;
   d->entered = 1;
   return 0;
 }
@@ -396,11 +406,13 @@ char *carp_jdec_yajl_error(yajl_handle h, const char *text, size_t len)
 }
 
 /* The parser has read up to a ',' that begins a member named d->over, in
- * an object of a frame (not a skipped container, where no state is kept,
- * nor an array), after a value: the member can be passed over. */
+ * an object of a frame entered under d->parent (not a skipped container,
+ * where no state is kept, nor an array), after a value: the member can be
+ * passed over. */
 static int at_member(const struct carp_jdec *d, const char *text, size_t q)
 {
-  return !d->skip && !d->raw && d->depth > 0 && !d->stack[d->depth].array &&
+  const struct carp_jframe *f = &d->stack[d->depth];
+  return !d->skip && !d->raw && d->depth > 0 && f->pass_over && !f->array &&
          d->after_value && carp__jskip_ends_value(text, q);
 }
 

@@ -2,8 +2,9 @@
  * (carp_jdec_pass_over). Every object the API server sends carries
  * metadata.managedFields: a quarter to a half of its bytes, and more of
  * its tokens, which yajl would lex and hand over one by one to be skipped.
- * A byte scan finds the member, checks that it is one (not text inside a
- * string, not after a key or in an array: the parser's own state says),
+ * A byte scan finds the member, checks that it is one of metadata (not
+ * text inside a string, not after a key, not in an array or another
+ * object: the parser's own state says, jdec.c),
  * and validates its value as strictly as yajl would before the parser is
  * fed the bytes after it. Whatever the scan is not sure of - comments,
  * bytes over 0x7f, deep nesting, a number just before it, whitespace where
