@@ -328,6 +328,12 @@ spec:
         self.pve_wait_task(host, upid)
         wait_until(lambda: 600 not in self.vm_ids(), 30,
                    what="the leaked VM deleted")
+        # Counted once Carpenter's own poll of the delete task sees it
+        # finish, which may come after pve-sim has dropped the VM.
+        wait_until(lambda: re.search(
+            r"^carpenter_garbage_collected_vms_total\{[^}]*\} [1-9]",
+            http_get("http://127.0.0.1:%d/metrics" % self.metrics_port)[2],
+            re.M), 30, what="the leaked VM's deletion counted")
         wait_until(lambda: not self.exists("nodeclaims",
                                            claim["metadata"]["name"]) and
                    not self.exists("nodes", node), 60,
