@@ -44,16 +44,13 @@ void carp_jdec_free(struct carp_jdec *d)
 void carp_jdec_pass_over(struct carp_jdec *d, const char *parent,
                          const char *key)
 {
-  size_t n = strlen(key);
+  struct carp_buf b;
   CARP_FREE(&d->over);
   CARP_FREE(&d->parent);
   d->parent = carp_strdup(parent);
-  d->over = carp_malloc(n + 5);
-  d->over[0] = ',';
-  d->over[1] = '"';
-  memcpy(d->over + 2, key, n);
-  memcpy(d->over + 2 + n, "\":", 3);
-  d->over_len = n + 4;
+  carp_buf_init(&b, CARP_BUF_UNLIMITED);
+  carp_buf_printf(&b, ",\"%s\":", key);
+  d->over = carp_buf_steal(&b, &d->over_len);
 }
 
 /* ---- frames ---- */
@@ -412,8 +409,8 @@ char *carp_jdec_yajl_error(yajl_handle h, const char *text, size_t len)
 static int at_member(const struct carp_jdec *d, const char *text, size_t q)
 {
   const struct carp_jframe *f = &d->stack[d->depth];
-  return !d->skip && !d->raw && d->depth > 0 && f->pass_over && !f->array &&
-         d->after_value && carp__jskip_ends_value(text, q);
+  return !d->skip && !d->raw && f->pass_over && !f->array && d->after_value &&
+         carp__jskip_ends_value(text, q);
 }
 
 /* yajl_parse over the text, each member named d->over that the scan can
