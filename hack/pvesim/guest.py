@@ -3,8 +3,9 @@
 --boot-seconds after a VM is running, its kubelet registers a Node
 (POST /api/v1/nodes; AlreadyExists is fine) and then heartbeats: it renews
 the Lease kube-node-lease/<node> every --heartbeat-seconds and patches the
-node's status conditions (Ready=True) on the first heartbeat and every
---node-status-seconds.  A stopped, crashed or deleted VM sends nothing more; a
+node's status conditions (Ready=True) on the first heartbeat, before its
+first renewal, and every --node-status-seconds (5 minutes, a kubelet's
+nodeStatusReportFrequency).  A stopped, crashed or deleted VM sends nothing more; a
 partitioned host's guests pause and resume.  The sim never deletes Nodes.
 
 Node contents (see docs/pve-sim.md): name = VM name (lower-cased) unless
@@ -351,6 +352,16 @@ class GuestManager:
     def _heartbeat(self, g, gen):
         base = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % LEASE_NS
         ok = True
+        # The first Ready goes before the first Lease renewal: kube-sim's
+        # --kubelet posts Ready for a node whose Lease is fresh and whose
+        # Ready is not True, so a renewal first would let it post for this
+        # node too while this patch waits (a node with two kubelets; seen
+        # for half the nodes of a loaded 5,000-pod run).
+        first = g.heartbeats == 0
+        if first and not self._patch_status(g):
+            ok = False
+        elif first:
+            g.status_patched = time.monotonic()
         if g.lease_rv is None:
             status, body = self.kube.request("GET", base + "/" + g.name)
             if status == 200:
@@ -379,8 +390,7 @@ class GuestManager:
                 ok = False
                 g.lease_rv = None      # re-read (conflict) or re-create (deleted)
                 self._err(g, "renew lease", status, body)
-        if time.monotonic() - g.status_patched >= self.opts.node_status_seconds or \
-                g.heartbeats == 0:
+        if not first and time.monotonic() - g.status_patched >= self.opts.node_status_seconds:
             if self._patch_status(g):
                 g.status_patched = time.monotonic()
             else:

@@ -66,7 +66,9 @@ def parse_args(argv):
     a("--nextid-lower", type=int, default=100)
     a("--kubeconfig", help="kube-sim kubeconfig: booted VMs register Nodes and heartbeat")
     a("--heartbeat-seconds", type=float, default=5.0, help="node Lease renew interval")
-    a("--node-status-seconds", type=float, default=60.0, help="node status (Ready) refresh")
+    # A kubelet posts an unchanged status every nodeStatusReportFrequency
+    # (5m by default) and renews its Lease in between.
+    a("--node-status-seconds", type=float, default=300.0, help="node status (Ready) refresh")
     a("--kubelet-version", default="v1.31.4+k3s1")
     a("--ccm-labels", action="store_true",
       help="also set topology.kubernetes.io/region|zone as a Proxmox CCM would")

@@ -164,6 +164,14 @@ class Guests(unittest.TestCase):
         ready = [c for c in self.kube.nodes["nc-500"]["status"]["conditions"]
                  if c["type"] == "Ready"][0]
         self.assertEqual(ready["status"], "True")
+        # Ready is posted before the Lease is first written: kube-sim's
+        # kubelet would otherwise post Ready too, for a node it does not run.
+        # (The guest reads its Lease before it first creates or renews it.)
+        with self.kube.lock:
+            order = [(m, p) for _, m, p in self.kube.log if "nc-500" in p]
+        status = order.index(("PATCH", "/api/v1/nodes/nc-500/status"))
+        lease = min(i for i, (m, p) in enumerate(order) if p.endswith("/leases/nc-500"))
+        self.assertLess(status, lease, order)
         g = self.sim.vm(500)["guest"]
         self.assertTrue(g["registered"])
         self.assertGreaterEqual(g["heartbeats"], 3)
