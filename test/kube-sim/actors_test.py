@@ -259,6 +259,55 @@ class Controllers(SimTestCase):
         s.wait_for(lambda: self.count(PODS + "?labelSelector=app%3Dbg") == 0, msg="pods collected")
         self.assertEqual(self.count("/apis/apps/v1/namespaces/default/replicasets?labelSelector=app%3Dbg"), 0)
 
+    def test_replicaset_status_follows_its_pods(self):
+        # The counts are kept as pods change and counted afresh when the
+        # ReplicaSet changes: each kind of change moves them.
+        s = self.sim
+        R = "/apis/apps/v1/namespaces/default/replicasets"
+        s.post(R, {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "cnt"},
+                   "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "cnt"}},
+                            "template": {"metadata": {"labels": {"app": "cnt", "tier": "a"}},
+                                         "spec": {"containers": [{"name": "c", "image": "registry.invalid/x:1"}]}}}})
+
+        def status(want):
+            def got():
+                st = s.get(R + "/cnt").json().get("status") or {}
+                st = {k: st.get(k, 0) for k in ("replicas", "fullyLabeledReplicas", "readyReplicas",
+                                                 "availableReplicas")}
+                return st if st == want else None
+            # well within the controller's 30 s resync, which counts afresh
+            return s.wait_for(got, timeout=10, msg="status %s" % want)
+
+        def pods():
+            items = s.get(PODS + "?labelSelector=app%3Dcnt").json()["items"]
+            return sorted(p["metadata"]["name"] for p in items
+                          if not p["metadata"].get("deletionTimestamp") and p["status"].get("phase") == "Pending")
+
+        status({"replicas": 3, "fullyLabeledReplicas": 3, "readyReplicas": 0, "availableReplicas": 0})
+        a, b, c = pods()
+        s.patch(PODS + "/" + a, {"metadata": {"labels": {"tier": "b"}}})
+        status({"replicas": 3, "fullyLabeledReplicas": 2, "readyReplicas": 0, "availableReplicas": 0})
+        s.patch(PODS + "/" + b + "/status", {"status": {"phase": "Running", "conditions": [
+            {"type": "Ready", "status": "True"}]}})
+        status({"replicas": 3, "fullyLabeledReplicas": 2, "readyReplicas": 1, "availableReplicas": 1})
+        # a finished pod no longer counts, and is replaced
+        s.patch(PODS + "/" + b + "/status", {"status": {"phase": "Succeeded"}})
+        s.wait_for(lambda: len(pods()) == 3 and b not in pods(), msg="a replacement")
+        status({"replicas": 3, "fullyLabeledReplicas": 2, "readyReplicas": 0, "availableReplicas": 0})
+        # a new template: every pod counted against its labels again
+        s.patch(R + "/cnt", {"spec": {"template": {"metadata": {"labels": {"tier": "b"}}}}})
+        status({"replicas": 3, "fullyLabeledReplicas": 1, "readyReplicas": 0, "availableReplicas": 0})
+        # its replacement comes from the new template
+        s.delete(PODS + "/" + c)
+        status({"replicas": 3, "fullyLabeledReplicas": 2, "readyReplicas": 0, "availableReplicas": 0})
+        self.assertNotIn(c, pods())
+        s.patch(R + "/cnt", {"spec": {"replicas": 1}})
+        s.wait_for(lambda: len(pods()) == 1, msg="scaled down")
+        left = s.get(PODS + "/" + pods()[0]).json()["metadata"]["labels"]
+        status({"replicas": 1, "fullyLabeledReplicas": int(left.get("tier") == "b"), "readyReplicas": 0,
+                "availableReplicas": 0})
+        s.delete(R + "/cnt")
+
     def test_gc_foreground_and_orphan(self):
         s = self.sim
         D = "/apis/apps/v1/namespaces/default/deployments"
