@@ -137,7 +137,7 @@ class ReplicaSetController(Controller):
 
     def _count(self, uid, p, sign):
         c = self.counts.get(uid)
-        if c is None or p is None or p.deleting or p.phase in ("Succeeded", "Failed"):
+        if c is None or p is None or not active(p):
             return
         c[0] += sign
         if p.ready:
