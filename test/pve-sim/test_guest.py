@@ -22,6 +22,9 @@ class FakeKube:
         self.nodes = {}
         self.leases = {}
         self.log = []
+        self.conns = []         # (path, client port) of each request
+        self.close_every = 0    # > 0: hang up silently after every so many
+        self.served = 0
         self.rv = 100
         fake = self
 
@@ -47,6 +50,13 @@ class FakeKube:
                 code, obj = fake.route(self.command, self.path, body,
                                        self.headers.get("Content-Type"))
                 self._reply(code, obj)
+                with fake.lock:
+                    fake.conns.append((self.path, self.client_address[1]))
+                    fake.served += 1
+                    # as a server ending an idle connection: no
+                    # "Connection: close", the client learns on its next send
+                    if fake.close_every and fake.served % fake.close_every == 0:
+                        self.close_connection = True
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
@@ -114,6 +124,12 @@ current-context: c
                     return 200, body
             return 404, {"kind": "Status", "reason": "NotFound", "message": path}
 
+    def connections(self, name):
+        """The client ports that carried the requests about `name`."""
+        with self.lock:
+            return [port for path, port in self.conns if path.split("/")[-1] == name
+                    or path.endswith("/" + name + "/status")]
+
     def renewals(self, name):
         with self.lock:
             return [t for t, m, p in self.log if m == "PUT" and p.endswith("/leases/" + name)]
@@ -175,6 +191,30 @@ class Guests(unittest.TestCase):
         g = self.sim.vm(500)["guest"]
         self.assertTrue(g["registered"])
         self.assertGreaterEqual(g["heartbeats"], 3)
+
+    def test_heartbeats_keep_their_connections(self):
+        # A kubelet keeps its connection: a TLS handshake for every renewal
+        # cost kube-sim more than the renewal itself.
+        self.start(504, "nc-504")
+        wait_until(lambda: len(self.kube.renewals("nc-504")) >= 8, what="renewals")
+        ports = self.kube.connections("nc-504")
+        self.assertGreaterEqual(len(ports), 10)
+        self.assertLessEqual(len(set(ports)), 4, ports)   # the guests' 4 workers
+
+    def test_a_connection_the_server_ended_costs_no_heartbeat(self):
+        self.start(505, "nc-505")
+        wait_until(lambda: len(self.kube.renewals("nc-505")) >= 2, what="renewals")
+        errors = self.sim.vm(505)["guest"]["last_error"]
+        self.kube.close_every = 2
+        try:
+            n = len(self.kube.renewals("nc-505"))
+            wait_until(lambda: len(self.kube.renewals("nc-505")) >= n + 6,
+                       what="renewals over connections the server ends")
+            ports = self.kube.connections("nc-505")
+        finally:
+            self.kube.close_every = 0
+        self.assertEqual(self.sim.vm(505)["guest"]["last_error"], errors)
+        self.assertGreater(len(set(ports)), 2)   # it did reconnect
 
     def test_stop_stops_heartbeats_and_keeps_node(self):
         self.start(501, "nc-501")
