@@ -180,7 +180,14 @@ class ReplicaSetController(Controller):
                 rec = new or old
                 if rec:
                     uid = rec["metadata"]["uid"]
-                    self.counts.pop(uid, None)
+                    # Counted afresh only when what the count reads may
+                    # have changed (the template's labels are in the spec):
+                    # a status write is this controller's own, and
+                    # recounting on each made every pod's change cost a
+                    # pass over all of its ReplicaSet's pods.
+                    if old is None or new is None or \
+                            old["metadata"].get("generation") != new["metadata"].get("generation"):
+                        self.counts.pop(uid, None)
                     self.dirty.add(uid)
 
     def resync(self):
