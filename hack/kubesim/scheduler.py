@@ -13,6 +13,7 @@ So a pod waits up to 10 s after a node became usable, as it does on a real
 cluster."""
 
 import json
+import math
 import time
 from fractions import Fraction
 
@@ -122,7 +123,15 @@ def pod_requests(spec):
                 total[k] = q
     for k, v in (spec.get("overhead") or {}).items():
         total[k] = total.get(k, Fraction(0)) + util.quantity_or_zero(v)
-    return total
+    return {k: amount(k, v) for k, v in total.items()}
+
+
+def amount(resource, q):
+    """A quantity as kube-scheduler compares it: CPU in millicores
+    (MilliValue), the rest in whole units (Value), both rounded up. Whole
+    numbers: the fit of every pending pod on every node is worked out in
+    them, and Fractions made that most of the scheduler's time."""
+    return math.ceil(q * 1000) if resource == "cpu" else math.ceil(q)
 
 
 def backoff_seconds(attempts, initial, maximum):
@@ -136,7 +145,7 @@ def backoff_seconds(attempts, initial, maximum):
 # ---------------------------------------------------------------- cache records
 
 class _Node:
-    __slots__ = ("name", "labels", "taints", "unschedulable", "alloc", "obj_kind")
+    __slots__ = ("name", "labels", "taints", "unschedulable", "alloc", "obj_kind", "placement")
 
 
 class _Pod:
@@ -153,7 +162,10 @@ def _node(obj):
     n.unschedulable = bool(util.get_path(obj, "spec", "unschedulable"))
     st = obj.get("status") or {}
     alloc = st.get("allocatable") or st.get("capacity") or {}
-    n.alloc = {k: util.quantity_or_zero(v) for k, v in alloc.items()}
+    n.alloc = {k: amount(k, util.quantity_or_zero(v)) for k, v in alloc.items()}
+    # pod class -> what unschedulable, taints and node affinity say of
+    # it here (None: nothing against it); a changed Node is a new record
+    n.placement = {}
     return n
 
 
@@ -187,7 +199,7 @@ class Scheduler(Controller):
 
     def __init__(self, sim):
         super().__init__(sim)
-        self.used = {}  # node -> {resource: Fraction}, plus "pods" count
+        self.used = {}  # node -> {resource: amount()}, plus "pods" count
         self.queue = set()  # pending pod keys to try now
         self.unschedulable = set()  # keys that did not fit last time
         self.initial_backoff = getattr(sim.options, "pod_initial_backoff", 0.0)
@@ -222,8 +234,8 @@ class Scheduler(Controller):
             return
         u = self.used.setdefault(p.node, {})
         for k, v in p.req.items():
-            u[k] = u.get(k, Fraction(0)) + sign * v
-        u["pods"] = u.get("pods", Fraction(0)) + sign
+            u[k] = u.get(k, 0) + sign * v
+        u["pods"] = u.get("pods", 0) + sign
 
     def resync(self):
         if not self.used:
@@ -278,8 +290,31 @@ class Scheduler(Controller):
         for p in pods:
             self._safe(self._schedule, p, nodes, failed)
 
-    def _fit(self, p, n):
+    def _fit(self, p, n, cls=None):
         """None if the pod fits the node, else the list of reasons."""
+        if cls is None:
+            placement = self._placement(p, n)
+        elif cls in n.placement:
+            placement = n.placement[cls]
+        else:
+            placement = n.placement[cls] = self._placement(p, n)
+        if placement is not None:
+            return placement
+        used = self.used.get(n.name, {})
+        alloc = n.alloc
+        reasons = []
+        if used.get("pods", 0) + 1 > alloc.get("pods", 0):
+            reasons.append("Too many pods")
+        for k, v in sorted(p.req.items()):
+            if v <= 0:
+                continue
+            if used.get(k, 0) + v > alloc.get(k, 0):
+                reasons.append("Insufficient " + k)
+        return reasons or None
+
+    def _placement(self, p, n):
+        """The reasons unschedulable, taints or node affinity keep the pod
+        off the node (None: none do)."""
         spec = p.spec
         tols = spec.get("tolerations") or []
         if n.unschedulable and not any(tolerates(t, {"key": "node.kubernetes.io/unschedulable",
@@ -290,24 +325,15 @@ class Scheduler(Controller):
             return ["node(s) had untolerated taint {%s: %s}" % (t.get("key"), t.get("value") or "")]
         if not selector_matches(spec, n.labels) or not node_affinity_matches(spec, n.name, n.labels):
             return ["node(s) didn't match Pod's node affinity/selector"]
-        used = self.used.get(n.name, {})
-        reasons = []
-        if used.get("pods", 0) + 1 > n.alloc.get("pods", Fraction(0)):
-            reasons.append("Too many pods")
-        for k, v in sorted(p.req.items()):
-            if v <= 0:
-                continue
-            if used.get(k, Fraction(0)) + v > n.alloc.get(k, Fraction(0)):
-                reasons.append("Insufficient " + k)
-        return reasons or None
+        return None
 
     def _score(self, p, n):
         used = self.used.get(n.name, {})
         s = 0.0
         for k in ("cpu", "memory"):
-            cap = n.alloc.get(k, Fraction(0))
+            cap = n.alloc.get(k, 0)
             if cap > 0:
-                s += float((cap - used.get(k, Fraction(0)) - p.req.get(k, Fraction(0))) / cap)
+                s += (cap - used.get(k, 0) - p.req.get(k, 0)) / cap
         return s
 
     def _schedule(self, p, nodes, failed=None):
@@ -317,7 +343,7 @@ class Scheduler(Controller):
         if reasons is None:
             reasons = {}
             for n in nodes:
-                r = self._fit(p, n)
+                r = self._fit(p, n, cls)
                 if r is None:
                     feasible.append(n)
                 else:
