@@ -137,6 +137,37 @@ class SchedulerBackoff(unittest.TestCase):
         self.assertEqual(scheduler.backoff_seconds(3, 4, 2), 4)  # a max below the initial: the initial
 
 
+class SchedulerAmounts(unittest.TestCase):
+    def test_requests_as_kube_scheduler_compares_them(self):
+        spec = {"containers": [{"resources": {"requests": {"cpu": "250m", "memory": "1.5Gi"}}},
+                               {"resources": {"requests": {"cpu": "0.0005", "memory": "1"}}}],
+                "initContainers": [{"resources": {"requests": {"cpu": "1n", "nvidia.com/gpu": "1"}}}],
+                "overhead": {"cpu": "100m"}}
+        # summed exactly, then CPU in millicores and the rest in units, up
+        self.assertEqual(scheduler.pod_requests(spec),
+                         {"cpu": 351, "memory": 1610612737, "nvidia.com/gpu": 1})
+        self.assertEqual(scheduler.pod_requests({"containers": [{"resources": {"requests": {"cpu": "1n"}}}]}),
+                         {"cpu": 1})
+
+    def test_fit_in_whole_units(self):
+        sch = scheduler.Scheduler.__new__(scheduler.Scheduler)
+        sch.used = {"n1": {"cpu": 1500, "memory": 3 << 30, "pods": 2}}
+        node = scheduler._node({"metadata": {"name": "n1"}, "status": {"allocatable": {
+            "cpu": "2", "memory": "4Gi", "pods": "3"}}})
+        pod = scheduler._Pod()
+        pod.spec = {}
+        pod.req = scheduler.pod_requests({"containers": [{"resources": {"requests": {"cpu": "500m",
+                                                                                     "memory": "1Gi"}}}]})
+        self.assertIsNone(sch._fit(pod, node, "c"))          # exactly full
+        pod.req = dict(pod.req, cpu=501)
+        self.assertEqual(sch._fit(pod, node, "c"), ["Insufficient cpu"])
+        sch.used["n1"]["pods"] = 3
+        self.assertEqual(sch._fit(pod, node, "c"), ["Too many pods", "Insufficient cpu"])
+        # placement is remembered per class on the node's record
+        node.placement["tainted"] = ["node(s) had untolerated taint {x: }"]
+        self.assertEqual(sch._fit(pod, node, "tainted"), ["node(s) had untolerated taint {x: }"])
+
+
 class Selectors(unittest.TestCase):
     def test_label_selector_strings(self):
         L = {"app": "web", "tier": "fe", "n": "5"}
