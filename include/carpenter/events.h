@@ -15,6 +15,7 @@
 #include "carpenter/kube.h"
 
 struct carp_recorder;
+struct carp_clock;
 struct carp_metrics;
 
 enum carp_event_type {
@@ -38,6 +39,8 @@ struct carp_recorder_options {
   double qps;                    /* overall; default 10 */
   unsigned burst;                /* overall; default 100 */
   struct carp_metrics *metrics;
+  struct carp_clock *clock; /* optional: the buckets' and folds' time (a
+                               test's fake clock); default libuv's */
 };
 
 int carp_recorder_new(uv_loop_t *loop, struct carp_kube *kube,
@@ -48,6 +51,13 @@ void carp_recorder_event(struct carp_recorder *r,
                          enum carp_event_type type, const char *reason,
                          const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* Limits events of one reason across all objects, before the per-object
+ * and overall limits: at most burst at once, then qps a second. Karpenter
+ * does so for Nominated (5 a second, a burst of 10): a scale-out nominates
+ * every pending pod, and an event each would be a write each. Setting a
+ * reason again replaces its limit. Returns 0 or CARP_EINVAL. */
+int carp_recorder_limit_reason(struct carp_recorder *r, const char *reason,
+                               double qps, unsigned burst);
 /* Finishes a request body built with w. One that cannot be built (over
  * its buffer's cap) is an error users must see, not a silent failed
  * reconcile: it is logged under logger (folded per key when fold is not

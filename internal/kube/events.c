@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "carpenter/alloc.h"
+#include "carpenter/clock.h"
 #include "carpenter/error.h"
 #include "carpenter/json.h"
 #include "carpenter/log.h"
@@ -41,6 +42,13 @@ struct bucket {
   uint64_t at;
 };
 
+/* A reason's own bucket (carp_recorder_limit_reason), across objects. */
+struct reason_limit {
+  char *reason;
+  double qps, burst, tokens;
+  uint64_t at;
+};
+
 struct carp_recorder {
   uv_loop_t *loop;
   struct carp_kube *kube;
@@ -51,6 +59,8 @@ struct carp_recorder {
   struct carp_map buckets;
   double tokens;
   uint64_t tokens_at;
+  struct reason_limit *limits;
+  size_t nlimits;
   uv_timer_t sweep;
   int inflight;
   int closing;
@@ -102,6 +112,12 @@ static void on_call_done(const struct carp_kube_result *res, void *arg)
   maybe_closed(r);
 }
 
+/* The options' clock when given (a test's fake one), else libuv's. */
+static uint64_t now_ms(const struct carp_recorder *r)
+{
+  return r->o.clock ? carp_clock_mono_ms(r->o.clock) : uv_now(r->loop);
+}
+
 static int take_token(double *tokens, uint64_t *at, uint64_t now,
                       double rate_per_ms, double burst)
 {
@@ -115,10 +131,25 @@ static int take_token(double *tokens, uint64_t *at, uint64_t now,
   return 1;
 }
 
-static int allowed(struct carp_recorder *r, const char *obj_key)
+static int reason_allowed(struct carp_recorder *r, const char *reason)
 {
-  uint64_t now = uv_now(r->loop);
+  size_t i;
+  for (i = 0; i < r->nlimits; i++) {
+    struct reason_limit *l = &r->limits[i];
+    if (!strcmp(l->reason, reason))
+      return take_token(&l->tokens, &l->at, now_ms(r), l->qps / 1000.0,
+                        l->burst);
+  }
+  return 1;
+}
+
+static int allowed(struct carp_recorder *r, const char *obj_key,
+                   const char *reason)
+{
+  uint64_t now = now_ms(r);
   struct bucket *b = carp_map_gets(&r->buckets, obj_key);
+  if (!reason_allowed(r, reason))
+    return 0;
   if (!b) {
     if (r->buckets.len >= MAX_ENTRIES)
       return 0;
@@ -192,7 +223,7 @@ void carp_recorder_event(struct carp_recorder *r,
 
   if (!r || r->closing || !t || !t->kind || !t->name || !reason)
     return;
-  now = uv_now(r->loop);
+  now = now_ms(r);
   ns = t->namespace && *t->namespace ? t->namespace : "default";
   carp_buf_init(&msg, CARP_BUF_UNLIMITED);
   va_start(ap, fmt);
@@ -222,7 +253,7 @@ void carp_recorder_event(struct carp_recorder *r,
     struct carp_buf obj;
     carp_buf_init(&obj, 1024);
     carp_buf_printf(&obj, "%s/%s/%s", ns, t->kind, t->name);
-    if (!allowed(r, carp_buf_cstr(&obj))) {
+    if (!allowed(r, carp_buf_cstr(&obj), reason)) {
       r->stats.dropped++;
       carp_buf_free(&obj);
       goto out;
@@ -355,7 +386,7 @@ static void on_sweep(uv_timer_t *tm)
   struct carp_recorder *r = tm->data;
   struct carp_map_iter it;
   void *v;
-  uint64_t now = uv_now(r->loop);
+  uint64_t now = now_ms(r);
   char **drop = NULL;
   size_t n = 0, cap = 0, i;
   carp_map_iter_init(&it);
@@ -416,7 +447,7 @@ int carp_recorder_new(uv_loop_t *loop, struct carp_kube *kube,
   if (!r->o.burst)
     r->o.burst = 100;
   r->tokens = r->o.burst;
-  r->tokens_at = uv_now(loop);
+  r->tokens_at = now_ms(r);
   carp_map_init(&r->folds);
   carp_map_init(&r->buckets);
   carp_logfold_init(&r->fold, 0, 0);
@@ -430,6 +461,27 @@ int carp_recorder_new(uv_loop_t *loop, struct carp_kube *kube,
         "Kubernetes events emitted, before folding and rate limiting.",
         CARP_LABELS("type", "reason"));
   *out = r;
+  return 0;
+}
+
+int carp_recorder_limit_reason(struct carp_recorder *r, const char *reason,
+                               double qps, unsigned burst)
+{
+  struct reason_limit *l;
+  size_t i;
+  if (!r || !reason || !*reason || !(qps > 0) || !burst)
+    return CARP_EINVAL;
+  for (i = 0; i < r->nlimits && strcmp(r->limits[i].reason, reason); i++)
+    ;
+  if (i == r->nlimits) {
+    r->limits = carp_reallocarray(r->limits, r->nlimits + 1, sizeof(*l));
+    r->limits[r->nlimits++].reason = carp_strdup(reason);
+  }
+  l = &r->limits[i];
+  l->qps = qps;
+  l->burst = burst;
+  l->tokens = burst;
+  l->at = now_ms(r);
   return 0;
 }
 
@@ -457,6 +509,9 @@ static void on_sweep_closed(uv_handle_t *h)
     carp_free(b);
   }
   carp_map_free(&r->buckets);
+  for (size_t i = 0; i < r->nlimits; i++)
+    carp_free(r->limits[i].reason);
+  carp_free(r->limits);
   carp_logfold_free(&r->fold);
   carp_free(r->component);
   carp_free(r->instance);

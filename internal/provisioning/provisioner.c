@@ -47,6 +47,8 @@
 #define MAX_LOG_GROUPS      10 /* folded lines per batch and kind */
 #define MAX_CREATE_ATTEMPTS 3  /* name collisions */
 #define BATCH_KEY           "batch"
+#define NOMINATED_QPS       5.0 /* Nominated events, across pods */
+#define NOMINATED_BURST     10
 
 struct carp_provisioner {
   struct carp_controller base;
@@ -721,6 +723,12 @@ int carp_provisioner_new(const struct carp_controller_env *env,
     carp_free(p);
     return rc;
   }
+  /* Karpenter's PodNominationRateLimiter: every pending pod of a
+   * scale-out is nominated, and an event each was a third of the API
+   * requests of a 1,000-pod scale-out. */
+  if (env->recorder)
+    carp_recorder_limit_reason(env->recorder, "Nominated", NOMINATED_QPS,
+                               NOMINATED_BURST);
   carp_controller_watch(&p->base, env->cluster->pods, pod_event);
   carp_controller_watch(&p->base, env->cluster->nodeclaims, claim_event);
   carp_controller_watch(&p->base, env->cluster->nodes, node_event);

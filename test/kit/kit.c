@@ -55,6 +55,7 @@ void kit_init(struct kit *k, const struct kit_options *o)
   memset(&ro, 0, sizeof(ro));
   ro.metrics = k->metrics;
   ro.instance = "kit";
+  ro.clock = k->clock;
   assert_int_equal(carp_recorder_new(&k->loop, k->kube, &ro, &k->recorder), 0);
   assert_int_equal(carp_cluster_new(&k->loop, k->kube, k->metrics, &k->cluster),
                    0);

@@ -4,7 +4,8 @@
  * node already there, no second NodeClaim for pods already provisioned
  * for, an event for a pod no pool can take, a failed create tried again,
  * no batch for the kube-scheduler's rewrite of a pending pod's status, no
- * instance types asked while every pending pod is headed for a target. */
+ * instance types asked while every pending pod is headed for a target,
+ * Nominated events rate-limited as Karpenter's are. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -55,6 +56,33 @@ static void test_window_then_one_claim(void **state)
   /* Both pods nominated to it: later batches launch nothing more. */
   kit_advance(&k, 60 * SEC);
   assert_int_equal(creates(&k), 1);
+  kit_close(&k);
+}
+
+/* Karpenter's PodNominationRateLimiter: Nominated events come 10 at once,
+ * then 5 a second, across pods, whatever the batch. */
+static void test_nominated_events_are_rate_limited(void **state)
+{
+  struct kit k;
+  char name[16];
+  int i;
+  (void)state;
+  setup(&k, "");
+  kit_start(&k);
+  for (i = 0; i < 30; i++) {
+    snprintf(name, sizeof(name), "a%d", i);
+    kit_pod(&k, "default", name, NULL, 100, "");
+  }
+  kit_advance(&k, 1100);
+  assert_true(creates(&k) >= 1);
+  assert_int_equal(kit_events(&k, "Nominated"), 10);
+  /* 1.1 s later a second batch closes: 5.5 tokens came back. */
+  for (i = 0; i < 10; i++) {
+    snprintf(name, sizeof(name), "b%d", i);
+    kit_pod(&k, "default", name, NULL, 100, "");
+  }
+  kit_advance(&k, 1100);
+  assert_int_equal(kit_events(&k, "Nominated"), 15);
   kit_close(&k);
 }
 
@@ -350,6 +378,7 @@ int main(void)
       cmocka_unit_test(test_joining_nodes_keep_the_look_pace),
       cmocka_unit_test(test_window_then_one_claim),
       cmocka_unit_test(test_window_closes_at_max),
+      cmocka_unit_test(test_nominated_events_are_rate_limited),
       cmocka_unit_test(test_fits_on_existing_node),
       cmocka_unit_test(test_unschedulable_pod_gets_an_event),
       cmocka_unit_test(test_failed_create_is_retried),
