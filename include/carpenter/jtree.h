@@ -89,5 +89,11 @@ void carp_jtree_jdec_member(struct carp_jdec *d, struct carp_jtree *t,
  * or CARP_EPARSE with *err (carp_free it) when err is not NULL. */
 int carp_jtree_parse(struct carp_arena *a, const char *text, size_t len,
                      yajl_val *out, char **err);
+/* The same for an API server's answer: metadata.managedFields, which no
+ * caller reads and which is a quarter to a half of an object's bytes, may
+ * be left out of the tree (carp_jdec_pass_over); it is validated as
+ * strictly as the rest. */
+int carp_jtree_parse_kube(struct carp_arena *a, const char *text, size_t len,
+                          yajl_val *out, char **err);
 
 #endif

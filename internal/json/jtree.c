@@ -270,8 +270,8 @@ static int parse_root(struct carp_jdec *d, void *ctx, const struct carp_jval *v)
   return carp_jtree_jdec(d, ctx, v);
 }
 
-int carp_jtree_parse(struct carp_arena *a, const char *text, size_t len,
-                     yajl_val *out, char **err)
+static int parse(struct carp_arena *a, const char *text, size_t len, int kube,
+                 yajl_val *out, char **err)
 {
   struct carp_jdec d;
   struct carp_jtree t;
@@ -285,6 +285,8 @@ int carp_jtree_parse(struct carp_arena *a, const char *text, size_t len,
   }
   carp_jtree_init(&t, a, 0, NULL);
   carp_jdec_init(&d, parse_root, &t);
+  if (kube)
+    carp_jdec_pass_over(&d, "metadata", "managedFields");
   rc = carp_jdec_parse(&d, text, len, err);
   if (!rc && (t.err[0] || !t.done)) {
     if (err)
@@ -296,4 +298,16 @@ int carp_jtree_parse(struct carp_arena *a, const char *text, size_t len,
   carp_jdec_free(&d);
   carp_jtree_free(&t);
   return rc;
+}
+
+int carp_jtree_parse(struct carp_arena *a, const char *text, size_t len,
+                     yajl_val *out, char **err)
+{
+  return parse(a, text, len, 0, out, err);
+}
+
+int carp_jtree_parse_kube(struct carp_arena *a, const char *text, size_t len,
+                          yajl_val *out, char **err)
+{
+  return parse(a, text, len, 1, out, err);
 }

@@ -469,7 +469,8 @@ void carp__kube_http_done(struct carp_http_request *req, int status,
   if (resp->body.len && ctype && strstr(ctype, "json") &&
       !(op->raw_body && resp->status >= 200 && resp->status < 300)) {
     char *perr = NULL;
-    if (carp_jtree_parse(&mem, resp->body.ptr, resp->body.len, &body, &perr)) {
+    if (carp_jtree_parse_kube(&mem, resp->body.ptr, resp->body.len, &body,
+                              &perr)) {
       if (resp->status >= 200 && resp->status < 300) {
         deliver(op, CARP_EPARSE, resp->status, NULL,
                 perr ? perr : "invalid JSON", NULL, resp->body.ptr,

@@ -433,12 +433,51 @@ static void test_tree_parse(void **state)
   carp_buf_free(&got);
 }
 
+/* carp_jtree_parse_kube: an object's metadata.managedFields is left out
+ * of the tree, a label of that name and a member of it elsewhere are not,
+ * and a bad managedFields is refused as before. */
+static void test_tree_parse_kube(void **state)
+{
+  static const char *in =
+      "{\"metadata\":{\"name\":\"n\",\"managedFields\":[{\"manager\":"
+      "\"kubelet\",\"fieldsV1\":{\"f:status\":{}}}],\"labels\":{"
+      "\"managedFields\":\"x\"},\"resourceVersion\":\"9\"},"
+      "\"spec\":{\"managedFields\":1}}";
+  static const char *bad =
+      "{\"metadata\":{\"managedFields\":[{\"a\":1,}],\"name\":\"n\"}}";
+  struct carp_arena arena;
+  yajl_val v, md;
+  char *err = NULL;
+  (void)state;
+  carp_arena_init(&arena);
+  assert_int_equal(carp_jtree_parse_kube(&arena, in, strlen(in), &v, &err), 0);
+  md = carp_json_get(v, "metadata", NULL);
+  assert_non_null(md);
+  assert_null(carp_json_get(md, "managedFields", NULL));
+  assert_string_equal(carp_json_str(md, "name", NULL), "n");
+  assert_string_equal(carp_json_str(md, "resourceVersion", NULL), "9");
+  assert_string_equal(carp_json_str(md, "labels", "managedFields", NULL), "x");
+  assert_non_null(carp_json_get(v, "spec", "managedFields", NULL));
+  /* carp_jtree_parse keeps it. */
+  assert_int_equal(carp_jtree_parse(&arena, in, strlen(in), &v, &err), 0);
+  assert_non_null(carp_json_get(v, "metadata", "managedFields", NULL));
+  assert_int_equal(carp_jtree_parse_kube(&arena, bad, strlen(bad), &v, &err),
+                   CARP_EPARSE);
+  assert_null(v);
+  carp_free(err);
+  carp_arena_free(&arena);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_events), cmocka_unit_test(test_errors_and_depth),
-      cmocka_unit_test(test_copy),   cmocka_unit_test(test_readings),
-      cmocka_unit_test(test_tree),   cmocka_unit_test(test_tree_parse),
+      cmocka_unit_test(test_events),
+      cmocka_unit_test(test_errors_and_depth),
+      cmocka_unit_test(test_copy),
+      cmocka_unit_test(test_readings),
+      cmocka_unit_test(test_tree_parse_kube),
+      cmocka_unit_test(test_tree),
+      cmocka_unit_test(test_tree_parse),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
