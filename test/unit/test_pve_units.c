@@ -295,6 +295,55 @@ static void test_task_pace(void **state)
   assert_int_equal(r.npaces, PVE_PACE_KINDS);
 }
 
+/* A first poll that found the task running (the next came first_ms or
+ * more later) makes the next four wait the whole quickest time; then nine
+ * tenths is tried again. */
+static void test_task_pace_patience(void **state)
+{
+  static struct pve_region r;
+  uint64_t at;
+  int follow, i;
+  (void)state;
+  pve_pace_learn(&r, "qmconfig", 330);
+  at = pve_pace_begin(&r, "qmconfig", 100, &follow);
+  assert_false(follow);
+  assert_int_equal(at, 297);
+  pve_pace_end(&r, "qmconfig", 1, 500, at, 100); /* 297 was too early */
+  for (i = 0; i < 4; i++) {
+    at = pve_pace_begin(&r, "qmconfig", 100, &follow);
+    assert_int_equal(at, 330);
+    pve_pace_end(&r, "qmconfig", 1, 332, at, 100); /* seen at once */
+  }
+  assert_int_equal(pve_pace_first_ms(&r, "qmconfig", 100), 297);
+  /* A failed task teaches nothing. */
+  at = pve_pace_begin(&r, "qmconfig", 100, &follow);
+  pve_pace_end(&r, "qmconfig", 0, 900, at, 100);
+  assert_int_equal(pve_pace_first_ms(&r, "qmconfig", 100), 297);
+  assert_int_equal(r.paces[0].waiting, 0);
+}
+
+/* Tasks of a kind nothing is known of: the first climbs from first_ms, the
+ * others follow (poll at the slow pace) until one has succeeded. */
+static void test_task_pace_followers(void **state)
+{
+  static struct pve_region r;
+  int follow;
+  (void)state;
+  assert_int_equal(pve_pace_begin(&r, "qmclone:9000", 100, &follow), 100);
+  assert_false(follow);
+  assert_int_equal(pve_pace_begin(&r, "qmclone:9000", 100, &follow), 0);
+  assert_true(follow);
+  assert_int_equal(pve_pace_begin(&r, "qmclone:9001", 100, &follow), 100);
+  assert_false(follow); /* another kind */
+  /* The first one failing teaches nothing: the next still follows. */
+  pve_pace_end(&r, "qmclone:9000", 0, 2000, 100, 100);
+  pve_pace_begin(&r, "qmclone:9000", 100, &follow);
+  assert_true(follow);
+  pve_pace_end(&r, "qmclone:9000", 1, 2200, 0, 100);
+  assert_int_equal(pve_pace_begin(&r, "qmclone:9000", 100, &follow), 1980);
+  assert_false(follow);
+}
+
 static void test_exitstatus(void **state)
 {
   (void)state;
@@ -534,6 +583,8 @@ int main(void)
       cmocka_unit_test(test_classify),
       cmocka_unit_test(test_upid),
       cmocka_unit_test(test_task_pace),
+      cmocka_unit_test(test_task_pace_patience),
+      cmocka_unit_test(test_task_pace_followers),
       cmocka_unit_test(test_exitstatus),
       cmocka_unit_test(test_task_status),
       cmocka_unit_test(test_render),

@@ -148,15 +148,15 @@ static void on_task(int err, const char *msg, void *arg)
   op->task = NULL;
   op->wait = PVE_W_NONE;
   op->k_task = NULL;
-  if (op->task_upid && err != CARP_ECANCELED) {
+  if (op->task_upid) {
     uint64_t took = carp_time_mono_ms() - op->task_start_ms;
-    pve_metrics_task(op->pp, op->task_region->name, op->task_upid, err,
-                     (double)took / 1000.0);
-    if (!err) {
-      char kind[80];
-      pve_pace_key(op->task_upid, kind, sizeof(kind));
-      pve_pace_learn(op->task_region, kind, took);
-    }
+    char kind[80];
+    if (err != CARP_ECANCELED)
+      pve_metrics_task(op->pp, op->task_region->name, op->task_upid, err,
+                       (double)took / 1000.0);
+    pve_pace_key(op->task_upid, kind, sizeof(kind));
+    pve_pace_end(op->task_region, kind, !err, took, op->task_first_at,
+                 op->task_first_ms);
   }
   CARP_FREE(&op->task_upid);
   if (op->canceled) {
@@ -178,7 +178,7 @@ void pve_op_task(struct pve_op *op, struct pve_region *r, const char *upid,
 {
   struct carp_pve_task_options o;
   char kind[80];
-  int rc;
+  int rc, follow;
   op->k_task = k;
   if (op->canceled) {
     pve_op_defer(op, 0, op->on_canceled);
@@ -187,9 +187,15 @@ void pve_op_task(struct pve_op *op, struct pve_region *r, const char *upid,
   memset(&o, 0, sizeof(o));
   o.timeout_ms = timeout_ms;
   o.first_ms = op->pp->o.task_poll_first_ms;
-  pve_pace_key(upid, kind, sizeof(kind));
-  o.expect_ms = pve_pace_first_ms(r, kind, o.first_ms);
   o.max_delay_ms = op->pp->o.task_poll_max_ms;
+  pve_pace_key(upid, kind, sizeof(kind));
+  o.expect_ms = pve_pace_begin(r, kind, o.first_ms, &follow);
+  op->task_first_at = o.expect_ms;
+  op->task_first_ms = o.first_ms;
+  /* Another task of this unknown kind climbs from first_ms: this one
+   * polls at the cap until that one has taught the kind. */
+  if (follow && o.max_delay_ms > o.first_ms)
+    o.first_ms = o.max_delay_ms;
   o.stop_on_timeout = stop_on_timeout;
   op->wait = PVE_W_TASK;
   carp_free(op->task_upid);
@@ -198,6 +204,7 @@ void pve_op_task(struct pve_op *op, struct pve_region *r, const char *upid,
   op->task_start_ms = carp_time_mono_ms();
   rc = carp_pve_task_wait_start(r->client, upid, &o, on_task, op, &op->task);
   if (rc) {
+    pve_pace_end(r, kind, 0, 0, 0, 0);
     op->step_err = rc;
     pve_op_defer(op, 0, run_failed_task);
   }

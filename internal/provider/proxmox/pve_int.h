@@ -129,6 +129,8 @@ struct pve_pace {
   char key[80];
   uint32_t ms[PVE_PACE_SAMPLES];
   uint8_t n, next;
+  uint8_t patient;  /* tasks left whose first poll waits the whole quickest */
+  uint16_t waiting; /* tasks of the kind being waited for */
 };
 
 /* Description fields of a VM, cached by VMID for list(). */
@@ -388,12 +390,22 @@ void pve_prop_get(const char *propstr, const char *key, char *out, size_t size);
 /* The kind of the task a UPID names: its type, and a clone's source. */
 void pve_pace_key(const char *upid, char *out, size_t size);
 /* When to poll a task of this kind first: first_ms until some have
- * succeeded, then nine tenths of the quickest recent one (not sooner than
+ * succeeded, then nine tenths of the quickest recent one, or the whole of
+ * it for a few tasks after such a poll came too early (not sooner than
  * first_ms). */
 uint64_t pve_pace_first_ms(const struct pve_region *r, const char *key,
                            uint64_t first_ms);
 /* A task of this kind succeeded, seen stopped ms after it was started. */
 void pve_pace_learn(struct pve_region *r, const char *key, uint64_t ms);
+/* A wait for a task of this kind starts: when to poll it first. *follow is
+ * set when nothing is known of the kind yet and another task of it is being
+ * waited for: this one polls at the slow pace until that one teaches. */
+uint64_t pve_pace_begin(struct pve_region *r, const char *key,
+                        uint64_t first_ms, int *follow);
+/* That wait ended, ms after it began (ok: the task succeeded); first_at is
+ * what pve_pace_begin returned (0 for a follower). */
+void pve_pace_end(struct pve_region *r, const char *key, int ok, uint64_t ms,
+                  uint64_t first_at, uint64_t first_ms);
 
 /* ------------------------------------------------------------------------ */
 /* VMIDs (vmid.c)                                                           */
@@ -473,6 +485,8 @@ struct pve_op {
   struct pve_region *task_region; /* the task waited for, for metrics */
   char *task_upid;
   uint64_t task_start_ms;
+  uint64_t task_first_at; /* its first poll (taskpace.c), 0: following */
+  uint64_t task_first_ms; /* the configured first poll */
   pve_step_k k_step;
   pve_fn k_timer;
   int step_err;  /* status handed to a deferred k_step */

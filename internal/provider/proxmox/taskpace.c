@@ -14,7 +14,18 @@
  * make the next quick one wait; what is learnt is the time until a poll
  * saw the task stopped, never less than it ran, so a first poll that comes
  * too early is followed by a short wait, and one that came late teaches a
- * shorter time next. */
+ * shorter time next.
+ *
+ * Two refinements, each worth about a poll a task in a scale-out:
+ * - Tasks of one kind often take the same time to the tenth, so nine
+ *   tenths comes too early every time: a first poll that found the task
+ *   still running makes the next PACE_PATIENCE tasks wait the whole
+ *   quickest time before theirs (and then nine tenths is tried again, so
+ *   that tasks getting quicker are still seen).
+ * - Tasks of a kind nothing is known of yet, started together (the first
+ *   batch's clones), each climbed from 100 ms - five or six polls for a
+ *   two-second clone. While one of them does, the others poll at the slow
+ *   pace (the poll cap) until it has taught the kind. */
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +44,8 @@ void pve_pace_key(const char *upid, char *out, size_t size)
   else
     snprintf(out, size, "%s", u.type);
 }
+
+#define PACE_PATIENCE 4
 
 static size_t find(const struct pve_region *r, const char *key)
 {
@@ -55,11 +68,11 @@ uint64_t pve_pace_first_ms(const struct pve_region *r, const char *key,
       quickest = p->ms[i];
   if (quickest == UINT64_MAX)
     return first_ms;
-  at = quickest / 10 * 9;
+  at = p->patient ? quickest : quickest / 10 * 9;
   return at > first_ms ? at : first_ms;
 }
 
-void pve_pace_learn(struct pve_region *r, const char *key, uint64_t ms)
+static struct pve_pace *kind(struct pve_region *r, const char *key)
 {
   size_t k = find(r, key);
   struct pve_pace *p = k < r->npaces ? &r->paces[k] : NULL;
@@ -70,8 +83,43 @@ void pve_pace_learn(struct pve_region *r, const char *key, uint64_t ms)
     memset(p, 0, sizeof(*p));
     snprintf(p->key, sizeof(p->key), "%s", key);
   }
+  return p;
+}
+
+void pve_pace_learn(struct pve_region *r, const char *key, uint64_t ms)
+{
+  struct pve_pace *p = kind(r, key);
   p->ms[p->next] = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
   p->next = (uint8_t)((p->next + 1) % PVE_PACE_SAMPLES);
   if (p->n < PVE_PACE_SAMPLES)
     p->n++;
+}
+
+uint64_t pve_pace_begin(struct pve_region *r, const char *key,
+                        uint64_t first_ms, int *follow)
+{
+  struct pve_pace *p = kind(r, key);
+  *follow = !p->n && p->waiting;
+  if (p->waiting < UINT16_MAX)
+    p->waiting++;
+  return *follow ? 0 : pve_pace_first_ms(r, key, first_ms);
+}
+
+void pve_pace_end(struct pve_region *r, const char *key, int ok, uint64_t ms,
+                  uint64_t first_at, uint64_t first_ms)
+{
+  size_t k = find(r, key);
+  struct pve_pace *p = k < r->npaces ? &r->paces[k] : NULL;
+  if (p && p->waiting) /* a kind that made room for others forgot it */
+    p->waiting--;
+  if (!ok)
+    return;
+  pve_pace_learn(r, key, ms);
+  p = &r->paces[find(r, key)];
+  /* The next poll comes at least first_ms after a first one that found
+   * the task running: a wait that long means it came too early. */
+  if (first_at > first_ms && ms >= first_at + first_ms)
+    p->patient = PACE_PATIENCE;
+  else if (first_at > first_ms && p->patient)
+    p->patient--;
 }
