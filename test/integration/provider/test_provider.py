@@ -448,6 +448,31 @@ class TestTaskPace(ProviderCase):
         self.assert_clean(vmids)
 
 
+class TestTaskFollowers(ProviderCase):
+    """Clones of a template nothing is known of, started together: one
+    climbs from the first poll (the driver's 50 ms, doubling), the others
+    poll at the cap (the driver's 250 ms, 20 % jitter) until it has
+    succeeded, instead of each climbing."""
+    sim_args = ("--clone-seconds", "1.0")
+
+    def test_clones_started_together_follow_the_first(self):
+        ev = self.drive(nodeclass(), "create:count=3,prefix=fol,zone=pve1", "delete")
+        vmids = [c["vmid"] for c in self.of(ev, "create")]
+        self.assertTrue(all(c["status"] == 0 for c in self.of(ev, "create")), ev)
+        times = collections.defaultdict(list)
+        for r in self.requests():
+            rel = urllib.parse.unquote(r.get("rel", ""))
+            if r["method"] == "GET" and rel.endswith("/status") and ":qmclone:" in rel:
+                times[rel].append(r["ts"])
+        self.assertEqual(len(times), 3, times)
+        gaps = sorted(min(b - a for a, b in zip(sorted(t), sorted(t)[1:]))
+                      for t in times.values() if len(t) > 1)
+        self.assertEqual(len(gaps), 3, times)
+        self.assertLess(gaps[0], 0.15, gaps)          # the first climbs
+        self.assertGreaterEqual(gaps[1], 0.19, gaps)  # the others follow
+        self.assert_clean(vmids)
+
+
 class TestHostBack(ProviderCase):
     """A crashed host that comes back starts its onboot guests; a delete
     that finds one still stopped races that start."""
