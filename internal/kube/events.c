@@ -131,14 +131,14 @@ static int take_token(double *tokens, uint64_t *at, uint64_t now,
   return 1;
 }
 
-static int reason_allowed(struct carp_recorder *r, const char *reason)
+static int reason_allowed(struct carp_recorder *r, const char *reason,
+                          uint64_t now)
 {
   size_t i;
   for (i = 0; i < r->nlimits; i++) {
     struct reason_limit *l = &r->limits[i];
     if (!strcmp(l->reason, reason))
-      return take_token(&l->tokens, &l->at, now_ms(r), l->qps / 1000.0,
-                        l->burst);
+      return take_token(&l->tokens, &l->at, now, l->qps / 1000.0, l->burst);
   }
   return 1;
 }
@@ -147,9 +147,10 @@ static int allowed(struct carp_recorder *r, const char *obj_key,
                    const char *reason)
 {
   uint64_t now = now_ms(r);
-  struct bucket *b = carp_map_gets(&r->buckets, obj_key);
-  if (!reason_allowed(r, reason))
+  struct bucket *b;
+  if (!reason_allowed(r, reason, now))
     return 0;
+  b = carp_map_gets(&r->buckets, obj_key);
   if (!b) {
     if (r->buckets.len >= MAX_ENTRIES)
       return 0;

@@ -156,7 +156,7 @@ static void on_task(int err, const char *msg, void *arg)
                        (double)took / 1000.0);
     pve_pace_key(op->task_upid, kind, sizeof(kind));
     pve_pace_end(op->task_region, kind, !err, took, op->task_first_at,
-                 op->task_first_ms);
+                 op->pp->o.task_poll_first_ms);
   }
   CARP_FREE(&op->task_upid);
   if (op->canceled) {
@@ -191,7 +191,6 @@ void pve_op_task(struct pve_op *op, struct pve_region *r, const char *upid,
   pve_pace_key(upid, kind, sizeof(kind));
   o.expect_ms = pve_pace_begin(r, kind, o.first_ms, &follow);
   op->task_first_at = o.expect_ms;
-  op->task_first_ms = o.first_ms;
   /* Another task of this unknown kind climbs from first_ms: this one
    * polls at the cap until that one has taught the kind. */
   if (follow && o.max_delay_ms > o.first_ms)

@@ -486,7 +486,6 @@ struct pve_op {
   char *task_upid;
   uint64_t task_start_ms;
   uint64_t task_first_at; /* its first poll (taskpace.c), 0: following */
-  uint64_t task_first_ms; /* the configured first poll */
   pve_step_k k_step;
   pve_fn k_timer;
   int step_err;  /* status handed to a deferred k_step */

@@ -56,11 +56,8 @@ static size_t find(const struct pve_region *r, const char *key)
   return i;
 }
 
-uint64_t pve_pace_first_ms(const struct pve_region *r, const char *key,
-                           uint64_t first_ms)
+static uint64_t first_poll(const struct pve_pace *p, uint64_t first_ms)
 {
-  size_t k = find(r, key);
-  const struct pve_pace *p = k < r->npaces ? &r->paces[k] : NULL;
   uint64_t quickest = UINT64_MAX, at;
   size_t i;
   for (i = 0; p && i < p->n; i++)
@@ -70,6 +67,13 @@ uint64_t pve_pace_first_ms(const struct pve_region *r, const char *key,
     return first_ms;
   at = p->patient ? quickest : quickest / 10 * 9;
   return at > first_ms ? at : first_ms;
+}
+
+uint64_t pve_pace_first_ms(const struct pve_region *r, const char *key,
+                           uint64_t first_ms)
+{
+  size_t k = find(r, key);
+  return first_poll(k < r->npaces ? &r->paces[k] : NULL, first_ms);
 }
 
 static struct pve_pace *kind(struct pve_region *r, const char *key)
@@ -86,13 +90,17 @@ static struct pve_pace *kind(struct pve_region *r, const char *key)
   return p;
 }
 
-void pve_pace_learn(struct pve_region *r, const char *key, uint64_t ms)
+static void record(struct pve_pace *p, uint64_t ms)
 {
-  struct pve_pace *p = kind(r, key);
   p->ms[p->next] = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
   p->next = (uint8_t)((p->next + 1) % PVE_PACE_SAMPLES);
   if (p->n < PVE_PACE_SAMPLES)
     p->n++;
+}
+
+void pve_pace_learn(struct pve_region *r, const char *key, uint64_t ms)
+{
+  record(kind(r, key), ms);
 }
 
 uint64_t pve_pace_begin(struct pve_region *r, const char *key,
@@ -102,20 +110,20 @@ uint64_t pve_pace_begin(struct pve_region *r, const char *key,
   *follow = !p->n && p->waiting;
   if (p->waiting < UINT16_MAX)
     p->waiting++;
-  return *follow ? 0 : pve_pace_first_ms(r, key, first_ms);
+  return *follow ? 0 : first_poll(p, first_ms);
 }
 
 void pve_pace_end(struct pve_region *r, const char *key, int ok, uint64_t ms,
                   uint64_t first_at, uint64_t first_ms)
 {
   size_t k = find(r, key);
-  struct pve_pace *p = k < r->npaces ? &r->paces[k] : NULL;
-  if (p && p->waiting) /* a kind that made room for others forgot it */
-    p->waiting--;
+  struct pve_pace *p;
+  if (k < r->npaces && r->paces[k].waiting) /* else it made room, forgot */
+    r->paces[k].waiting--;
   if (!ok)
     return;
-  pve_pace_learn(r, key, ms);
-  p = &r->paces[find(r, key)];
+  p = kind(r, key);
+  record(p, ms);
   /* The next poll comes at least first_ms after a first one that found
    * the task running: a wait that long means it came too early. */
   if (first_at > first_ms && ms >= first_at + first_ms)
